@@ -1,0 +1,226 @@
+"""Typed, frozen, validated run configuration.
+
+A `RunConfig` is the single description of an experiment: the engine, the
+CLI, the notebooks and the app all build one. It is hashable, so its
+`key()` names the on-disk result cache, and it round-trips to a URL query
+string (the app keeps its whole state in the URL).
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import typing
+from dataclasses import dataclass, field, fields
+
+METHODS = ("fedmf", "colr", "scolr", "svd", "topk")
+DATASETS = ("synthetic", "ml-1m", "ml-100k", "pinterest")
+SYNTHETIC_SIZES = ("tiny", "small", "medium", "ml1m")
+B_INITS = ("normal", "orthonormal", "sphere")
+AGGREGATIONS = ("item_mean", "weighted")
+COMP_TIME_MODES = ("calibrated", "measured")
+ENCRYPTIONS = ("none",)  # the encryption transforms register themselves here when available
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid; the message names the field and what is allowed."""
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    # data
+    dataset: str = "synthetic"
+    synthetic_size: str = "small"
+    data_seed: int = 0
+    # model and method
+    method: str = "colr"
+    dim: int = 64  # embedding size d
+    rank: int = 4  # CoLR / SVD rank r; SCoLR global rank r_g
+    scolr_min_rank: int = 1  # SCoLR draws r_u uniformly in [scolr_min_rank, rank]
+    topk_ratio: float = 0.0625  # Top-K keeps this fraction of the update's values
+    b_init: str = "normal"  # distribution of CoLR's B (Fig. 5)
+    b_as_seed: bool = True  # send B as a seed instead of a d x r matrix
+    lowrank_lr_scale: bool = True  # scale A's learning rate by sqrt(r/d) (CoLR Appendix A)
+    compress_down: bool = True  # SVD / Top-K also compress the aggregated downlink
+    up_bits: int = 0  # stochastic quantization of the uplink; 0 = off (float32)
+    down_bits: int = 0
+    quant_bucket: int = 512  # values per norm scale in the quantizer
+    # federated training
+    rounds: int = 200
+    clients_per_round: int = 60
+    local_epochs: int = 2
+    batch_size: int = 256
+    lr: float = 0.5
+    weight_decay: float = 1e-4
+    num_negatives: int = 4
+    aggregation: str = "item_mean"
+    # evaluation
+    eval_every: int = 20
+    rank_every: int = 10  # effective rank of client updates every k rounds (0 = never)
+    top_k: int = 10
+    # network and wall-clock model (CoLR section 5.2 (2), Wang et al. 2021 defaults)
+    bw_down: float = 0.75  # MB/s, MB = 2**20 bytes (matches the paper's Table 2)
+    bw_up: float = 0.25
+    r_comp: float = 7.0
+    c_comp: float = 10.0
+    bandwidth_tiers: tuple = ()  # ((share, down_factor, up_factor), ...): heterogeneous links
+    comp_time: str = "calibrated"  # "measured" uses this machine's timings (not reproducible)
+    sec_per_sample: float = 2e-6  # calibrated client simulation cost per local sample-epoch
+    sec_per_value: float = 2e-9  # calibrated server cost per aggregated value
+    encryption: str = "none"
+    # reproducibility and bookkeeping
+    seed: int = 0
+    checkpoint_every: int = 50
+
+    def __post_init__(self):
+        _validate(self)
+
+    # --- identity -------------------------------------------------------
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def key(self) -> str:
+        """Stable hash of every field: the cache key for results."""
+        d = {k: v for k, v in self.to_dict().items() if k not in _NOT_IN_KEY}
+        blob = json.dumps(d, sort_keys=True, default=list)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def replace(self, **changes) -> "RunConfig":
+        return from_dict({**self.to_dict(), **changes})
+
+    def to_query(self) -> dict[str, str]:
+        """Only the fields that differ from the defaults, as strings."""
+        default = RunConfig()
+        out = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if v != getattr(default, f.name):
+                out[f.name] = json.dumps(v) if isinstance(v, tuple) else str(v)
+        return out
+
+    def describe(self) -> str:
+        m = self.method
+        label = {"fedmf": f"FedMF d={self.dim}", "colr": f"CoLR@{self.rank}", "scolr": f"SCoLR 1-{self.rank}",
+                 "svd": f"SVD@{self.rank}", "topk": f"TopK {self.topk_ratio:g}"}[m]
+        if self.up_bits or self.down_bits:
+            label += f" q{self.up_bits or 32}/{self.down_bits or 32}b"
+        return label
+
+
+_NOT_IN_KEY = ("checkpoint_every",)  # bookkeeping that does not change the numbers
+FIELD_NAMES = tuple(f.name for f in fields(RunConfig))
+_TYPES = typing.get_type_hints(RunConfig)
+
+# field -> (lower, upper) inclusive; None = unbounded
+_RANGES = {
+    "dim": (1, 4096), "rank": (1, 4096), "scolr_min_rank": (1, 4096), "up_bits": (0, 32), "down_bits": (0, 32),
+    "quant_bucket": (1, 1 << 24), "rounds": (1, 10**7), "clients_per_round": (1, 10**7), "local_epochs": (1, 1000),
+    "batch_size": (1, 1 << 20), "num_negatives": (0, 1000), "eval_every": (1, 10**7), "rank_every": (0, 10**7),
+    "top_k": (1, 100), "data_seed": (0, 2**63 - 1), "seed": (0, 2**63 - 1), "checkpoint_every": (1, 10**7),
+}
+_POSITIVE = ("lr", "bw_down", "bw_up")
+_NONNEGATIVE = ("weight_decay", "r_comp", "c_comp", "sec_per_sample", "sec_per_value")
+_CHOICES = {
+    "method": METHODS, "dataset": DATASETS, "synthetic_size": SYNTHETIC_SIZES, "b_init": B_INITS,
+    "aggregation": AGGREGATIONS, "comp_time": COMP_TIME_MODES,
+}
+
+
+def _fail(name: str, value, allowed: str) -> typing.NoReturn:
+    raise ConfigError(f"{name}={value!r} is invalid: {allowed}")
+
+
+def _validate(c: RunConfig) -> None:
+    for f in fields(c):
+        v, t = getattr(c, f.name), _TYPES[f.name]
+        if t is bool:
+            if not isinstance(v, bool):
+                _fail(f.name, v, "expected true or false")
+        elif t is int:
+            if isinstance(v, bool) or not isinstance(v, int):
+                _fail(f.name, v, "expected an integer")
+        elif t is float:
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                _fail(f.name, v, "expected a number")
+        elif t is str and not isinstance(v, str):
+            _fail(f.name, v, "expected a string")
+    for name, choices in _CHOICES.items():
+        if getattr(c, name) not in choices:
+            _fail(name, getattr(c, name), "allowed values are " + ", ".join(choices))
+    if c.encryption not in ENCRYPTIONS:
+        _fail("encryption", c.encryption, "allowed values are " + ", ".join(ENCRYPTIONS))
+    for name, (lo, hi) in _RANGES.items():
+        v = getattr(c, name)
+        if not lo <= v <= hi:
+            _fail(name, v, f"allowed range is {lo}..{hi}")
+    for name in _POSITIVE:
+        if not getattr(c, name) > 0:
+            _fail(name, getattr(c, name), "must be > 0")
+    for name in _NONNEGATIVE:
+        if not getattr(c, name) >= 0:
+            _fail(name, getattr(c, name), "must be >= 0")
+    if c.up_bits == 1 or c.down_bits == 1:
+        pass  # 1 bit of level + 1 sign bit per value is a valid (ternary) quantizer
+    if not 0 < c.topk_ratio <= 1:
+        _fail("topk_ratio", c.topk_ratio, "allowed range is (0, 1]")
+    if c.method in ("colr", "scolr", "svd") and c.rank > c.dim:
+        _fail("rank", c.rank, f"must be <= dim ({c.dim}): a rank-r update of a d-dimensional embedding has r <= d")
+    if c.method == "scolr" and c.scolr_min_rank > c.rank:
+        _fail("scolr_min_rank", c.scolr_min_rank, f"must be <= rank ({c.rank})")
+    _validate_tiers(c.bandwidth_tiers)
+
+
+def _validate_tiers(tiers) -> None:
+    if not isinstance(tiers, tuple):
+        _fail("bandwidth_tiers", tiers, "expected a tuple of (share, down_factor, up_factor)")
+    for t in tiers:
+        if not (isinstance(t, tuple) and len(t) == 3 and all(isinstance(x, (int, float)) and x > 0 for x in t)):
+            _fail("bandwidth_tiers", tiers, "each tier is (share > 0, down_factor > 0, up_factor > 0)")
+    if tiers and abs(sum(t[0] for t in tiers) - 1) > 1e-6:
+        _fail("bandwidth_tiers", tiers, "the shares must add up to 1")
+
+
+def _coerce(name: str, raw):
+    """Turn a string (URL, CLI) into the field's type; other values pass through."""
+    t = _TYPES[name]
+    if not isinstance(raw, str) or t is str:
+        if t is tuple and isinstance(raw, list):
+            return tuple(tuple(x) if isinstance(x, list) else x for x in raw)
+        if t is float and isinstance(raw, int) and not isinstance(raw, bool):
+            return float(raw)
+        return raw
+    try:
+        if t is bool:
+            if raw.lower() in ("1", "true", "yes", "on"):
+                return True
+            if raw.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        if t is int:
+            return int(raw)
+        if t is float:
+            return float(raw)
+        if t is tuple:
+            return _coerce(name, json.loads(raw)) if raw else ()
+    except (ValueError, json.JSONDecodeError):
+        pass
+    expected = {bool: "true or false", int: "an integer", float: "a number", tuple: "a JSON list"}[t]
+    _fail(name, raw, f"expected {expected}")
+
+
+def from_dict(d: dict) -> RunConfig:
+    unknown = sorted(set(d) - set(FIELD_NAMES))
+    if unknown:
+        raise ConfigError(f"unknown config field(s) {', '.join(unknown)}; valid fields are: {', '.join(FIELD_NAMES)}")
+    return RunConfig(**{k: _coerce(k, v) for k, v in d.items()})
+
+
+def from_query(params: dict[str, str]) -> RunConfig:
+    return from_dict(dict(params))
+
+
+def paper_ml1m(**overrides) -> RunConfig:
+    """CoLR's ML-1M settings: d=64, 1% of users per round, E=2, B=256, 1000 rounds."""
+    base = dict(dataset="ml-1m", dim=64, clients_per_round=60, local_epochs=2, batch_size=256,
+                rounds=1000, eval_every=100, rank_every=10)
+    return from_dict({**base, **overrides})

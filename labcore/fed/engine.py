@@ -1,0 +1,210 @@
+"""The federated round loop: sample, train locally (batched), send, aggregate, measure.
+
+`run(cfg)` is the one entry point the CLI, the notebooks and the app use. It
+returns a `Result` whose per-round table is a pandas DataFrame. Results are
+cached on disk under the config's key; a run interrupted (Ctrl-C, a closed
+browser tab, a crash) resumes from its last checkpoint, and because every
+round draws its randomness from (seed, round), the resumed run produces the
+same numbers as an uninterrupted one.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from ..config import ConfigError, RunConfig
+from ..data.base import InteractionData
+from ..methods import make_method
+from ..methods.base import Wire
+from ..metrics import effective_rank_stats, hit_ratio_ndcg
+from ..net.ledger import Ledger
+from ..net.wallclock import RoundTimeModel
+from ..results import ROUND_COLUMNS, Result
+from . import sampling as S
+from .aggregate import aggregate, fedavg_weights
+from .local_train import train_cohort
+from .mods import item_mask_wire, quantize_wires, wire_values
+
+CHECKPOINT = "checkpoint.pt"
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("LABCORE_CACHE", Path.home() / ".cache" / "labcore" / "runs"))
+
+
+def load_data(cfg: RunConfig) -> InteractionData:
+    from ..data import load_dataset  # imported late: the data layer is only needed for real runs
+
+    return load_dataset(cfg.dataset, seed=cfg.data_seed, size=cfg.synthetic_size)
+
+
+def _gen(seed: int, round_idx: int, stream: int) -> torch.Generator:
+    return torch.Generator().manual_seed(int(np.random.SeedSequence([seed, round_idx, stream]).generate_state(1)[0]))
+
+
+def check_fits(cfg: RunConfig, data: InteractionData) -> None:
+    if cfg.clients_per_round > data.n_users:
+        raise ConfigError(f"clients_per_round={cfg.clients_per_round} is invalid: {data.name} has only "
+                          f"{data.n_users} users (allowed range 1..{data.n_users})")
+
+
+class Simulation:
+    """State of one run; `step()` plays one round. Kept small so tests can drive it round by round."""
+
+    def __init__(self, cfg: RunConfig, data: InteractionData):
+        check_fits(cfg, data)
+        self.cfg, self.data = cfg, data
+        self.method = make_method(cfg, data.n_items)
+        self.sampler = S.NegativeSampler(data)
+        g = _gen(cfg.seed, S.SETUP, 0)
+        std = 1.0 / np.sqrt(cfg.dim)  # N(0, 1/d) as in the reference MF
+        self.Q = torch.randn(data.n_items, cfg.dim, generator=g) * std
+        self.P = torch.randn(data.n_users, cfg.dim, generator=g) * std
+        self.time_model = RoundTimeModel(cfg.bw_down, cfg.bw_up, cfg.r_comp, cfg.c_comp, cfg.bandwidth_tiers)
+        self.tier = self.time_model.assign_tiers(data.n_users, S.round_rng(cfg.seed, S.SETUP, 1))
+        self.ledger = Ledger()
+        self.rows: list[dict] = []
+        self.round = 0
+
+    # --- one round --------------------------------------------------------
+    def step(self) -> dict:
+        cfg, t, data = self.cfg, self.round, self.data
+        clients = S.sample_clients(data.n_users, cfg.clients_per_round, S.round_rng(cfg.seed, t, S.STREAM_CLIENTS))
+        plan = S.plan_round(data, self.sampler, clients, cfg.num_negatives, cfg.local_epochs, cfg.batch_size,
+                            cfg.seed, t)
+        setup = self.method.setup_round(t, len(clients), _gen(cfg.seed, t, S.STREAM_METHOD))
+        t0 = time.perf_counter()
+        local = train_cohort(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, setup.lowrank)
+        sec_local = time.perf_counter() - t0
+
+        up = self.method.uplink(local, setup)
+        up_sent, up_recv = quantize_wires(up, cfg.up_bits, cfg.quant_bucket, _gen(cfg.seed, t, S.STREAM_QUANT))
+        if cfg.aggregation == "item_mean":
+            up_sent = up_sent + [item_mask_wire(local.touched)]
+        up_bytes = self.ledger.record(t, "up", up_sent)
+
+        t1 = time.perf_counter()
+        decoded = self.method.decode_uplink({w.name: w for w in up_recv}, setup)
+        agg = aggregate(decoded, cfg.aggregation, fedavg_weights(torch.from_numpy(plan.n_pos)), local.touched)
+        down = self.method.downlink(agg, setup)
+        down_sent, down_recv = quantize_wires(down, cfg.down_bits, cfg.quant_bucket,
+                                              _gen(cfg.seed, t, S.STREAM_QUANT + 1))
+        self.Q = self.method.apply_downlink(self.Q, {w.name: w for w in down_recv}, setup)
+        sec_server = time.perf_counter() - t1
+        down_bytes = self.ledger.record(t, "down", down_sent, receivers=len(clients))
+        self.P[clients] = local.p
+
+        row = {"round": t, "loss": local.loss_sum / max(local.n_samples, 1), "sec_local": sec_local,
+               "bytes_up": int(up_bytes.sum()), "bytes_down": int(down_bytes.sum()) * len(clients),
+               "bytes_up_client": float(up_bytes.mean()), "bytes_down_client": float(down_bytes.sum())}
+        row.update(self._times(plan, up_bytes, int(down_bytes.sum()), sec_local, sec_server, up))
+        row.update(self._effective_rank(local, setup) if cfg.rank_every and t % cfg.rank_every == 0 else {})
+        if (t + 1) % cfg.eval_every == 0 or t + 1 == cfg.rounds:
+            row["hr"], row["ndcg"] = self.evaluate()
+        prev = self.rows[-1] if self.rows else {"cum_bytes": 0, "wallclock": 0.0}
+        row["cum_bytes"] = prev["cum_bytes"] + row["bytes_up"] + row["bytes_down"]
+        row["wallclock"] = prev["wallclock"] + row["t_round"]
+        self.rows.append(row)
+        self.round += 1
+        return row
+
+    def _times(self, plan, up_bytes, down_bytes, sec_local, sec_server, up_wires) -> dict:
+        cfg = self.cfg
+        samples = plan.n_pos * (1 + cfg.num_negatives) * cfg.local_epochs
+        if cfg.comp_time == "measured":  # this machine's batched time, shared in proportion to work
+            t_sim, t_server = sec_local * samples / samples.sum(), sec_server
+        else:  # calibrated constants: reproducible across machines and runs
+            t_sim, t_server = cfg.sec_per_sample * samples, cfg.sec_per_value * wire_values(up_wires)
+        return self.time_model.round_time(np.full(len(up_bytes), down_bytes), up_bytes, t_sim,
+                                          self.tier[plan.clients], t_server)
+
+    def _effective_rank(self, local, setup) -> dict:
+        return effective_rank_stats(local.update, None if setup.lowrank is None else setup.lowrank.B)
+
+    def evaluate(self) -> tuple[float, float]:
+        return hit_ratio_ndcg(self.P, self.Q, self.data.test_items, self.data.test_negatives, self.cfg.top_k)
+
+    # --- checkpoints --------------------------------------------------------
+    def state(self) -> dict:
+        return {"round": self.round, "Q": self.Q, "P": self.P, "rows": self.rows, "ledger": self.ledger.rows,
+                "key": self.cfg.key()}
+
+    def load_state(self, st: dict) -> None:
+        if st.get("key") != self.cfg.key():
+            raise ValueError("checkpoint belongs to a different config")
+        self.round, self.Q, self.P = st["round"], st["Q"], st["P"]
+        self.rows, self.ledger = list(st["rows"]), Ledger(st["ledger"])
+
+    def result(self, complete: bool) -> Result:
+        import pandas as pd
+
+        table = pd.DataFrame(self.rows).reindex(columns=list(ROUND_COLUMNS))
+        return Result(self.cfg, table, self.ledger.frame(), self.data.notes, complete)
+
+
+def _save_checkpoint(sim: Simulation, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / (CHECKPOINT + ".tmp")
+    torch.save(sim.state(), tmp)
+    os.replace(tmp, folder / CHECKPOINT)  # atomic: a crash mid-write never corrupts the last checkpoint
+
+
+def run(cfg: RunConfig, *, data: InteractionData | None = None, cache_dir: Path | str | None = None,
+        use_cache: bool = True, progress: bool = True, on_round: Callable[[dict], None] | None = None,
+        should_stop: Callable[[], bool] | None = None) -> Result:
+    """Train, evaluate and measure one configuration.
+
+    use_cache: return a stored result for the same config at once, and resume
+    from a checkpoint if an earlier run of it was interrupted.
+    on_round: called with each round's row (the app streams charts from it).
+    should_stop: polled between rounds; a stopped run is checkpointed and
+    returned with complete=False.
+    """
+    folder = Path(cache_dir or default_cache_dir()) / cfg.key()
+    if use_cache and (folder / "result.json").exists():
+        return Result.load(folder)
+    sim = Simulation(cfg, data if data is not None else load_data(cfg))
+    if use_cache and (folder / CHECKPOINT).exists():
+        sim.load_state(torch.load(folder / CHECKPOINT, weights_only=False))
+    bar = _progress(cfg, sim.round) if progress else None
+    try:
+        while sim.round < cfg.rounds:
+            if should_stop is not None and should_stop():
+                break
+            row = sim.step()
+            if on_round is not None:
+                on_round(row)
+            if bar is not None:
+                bar.update(1)
+                if "hr" in row:
+                    bar.set_postfix(hr=f"{row['hr']:.3f}", ndcg=f"{row['ndcg']:.3f}")
+            if use_cache and sim.round % cfg.checkpoint_every == 0 and sim.round < cfg.rounds:
+                _save_checkpoint(sim, folder)
+    except KeyboardInterrupt:
+        if use_cache:
+            _save_checkpoint(sim, folder)
+            print(f"\ninterrupted after round {sim.round}; run the same command again to resume")
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+    complete = sim.round >= cfg.rounds
+    res = sim.result(complete)
+    if use_cache:
+        if complete:
+            res.save(folder)
+            (folder / CHECKPOINT).unlink(missing_ok=True)
+        else:
+            _save_checkpoint(sim, folder)
+    return res
+
+
+def _progress(cfg: RunConfig, start: int):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=cfg.rounds, initial=start, desc=cfg.describe(), unit="round", leave=False)

@@ -1,0 +1,45 @@
+"""Transforms applied to a message between a sender and its receiver (Flower's "mods").
+
+Order on the uplink: method encodes -> quantize -> (encrypt) -> ledger -> server.
+Each mod returns what is sent (and measured) and what the receiver decodes.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ..methods.base import FLOAT_KINDS, Wire
+from ..methods.quantize import dequantize, pack_codes, packed_bytes, quantize
+
+
+def quantize_wires(wires: list[Wire], bits: int, bucket: int, gen: torch.Generator) -> tuple[list[Wire], list[Wire]]:
+    """QSGD on every float part: send packed codes + per-bucket norms; the receiver gets the dequantized values."""
+    if not bits:
+        return wires, wires
+    sent, received = [], []
+    for w in wires:
+        if w.kind not in FLOAT_KINDS:
+            sent.append(w)
+            received.append(w)
+            continue
+        levels, signs, norms = quantize(w.data, bits, bucket, gen)
+        received.append(w.with_data(dequantize(levels, signs, norms, bits, bucket, tuple(w.data.shape))))
+        packed = torch.from_numpy(pack_codes(levels.numpy(), signs.numpy(), bits))
+        n = w.lengths if w.lengths is not None else np.full(w.data.shape[0], w.data.shape[1])
+        sent.append(Wire(w.name + ".codes", "codes", packed, packed_bytes(n, bits)))
+        sent.append(Wire(w.name + ".scales", "scales", norms, -(-n // bucket) if w.lengths is not None else None))
+    return sent, received
+
+
+def item_mask_wire(touched: torch.Tensor) -> Wire:
+    """Which items a client trained on, as a bitmap: per-item normalisation needs it (the CoLR
+    reference sends it too, encrypted). 1 bit per item."""
+    packed = np.packbits(touched.numpy(), axis=1, bitorder="little")
+    return Wire("item_mask", "meta", torch.from_numpy(packed))
+
+
+def wire_values(wires: list[Wire]) -> int:
+    """How many scalars the server aggregates (for the calibrated server-time model)."""
+    return int(sum(math.prod(w.data.shape) for w in wires if w.kind in FLOAT_KINDS))

@@ -1,0 +1,93 @@
+"""CoLR (Algorithm 1) and SCoLR (Algorithm 2).
+
+CoLR: each round the server draws B (d x r) and shares it (as a seed); clients
+freeze Q and B and train only A_u (N x r, initialised at 0) and their user
+vector; the server averages the A_u and every client folds B A into Q. The
+aggregate stays rank r, so the downlink is as small as the uplink, and it is a
+plain sum: additively homomorphic encryption applies directly.
+
+SCoLR: B has r_g columns; each client draws r_u in [min, r_g] and a random
+subset S_u of the columns, trains only those and uploads (S_u, A_u).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ..fed.local_train import LocalResult, LowRank
+from .base import FedMF, RoundSetup, Wire
+
+
+def draw_B(kind: str, d: int, r: int, gen: torch.Generator) -> torch.Tensor:
+    """The three distributions of CoLR's Fig. 5."""
+    G = torch.randn(d, r, generator=gen)
+    if kind == "normal":  # N(0, 1/r) entries: E[B B^T] = (d... ) unbiased per Lemma A.2
+        return G / math.sqrt(r)
+    if kind == "orthonormal":  # orthonormal columns scaled so that E[B B^T] = I
+        Qm, _ = torch.linalg.qr(G)
+        return Qm * math.sqrt(d / r)
+    if kind == "sphere":  # columns uniform on the unit sphere
+        return G / G.norm(dim=0, keepdim=True)
+    raise ValueError(f"b_init={kind!r}: allowed values are normal, orthonormal, sphere")
+
+
+class CoLR(FedMF):
+    name = "colr"
+
+    def _ranks(self, n_clients: int, gen: torch.Generator) -> np.ndarray:
+        return np.full(n_clients, self.cfg.rank)
+
+    def setup_round(self, round_idx: int, n_clients: int, gen: torch.Generator) -> RoundSetup:
+        seed = int(torch.randint(0, 2**62, (1,), generator=gen))
+        B = draw_B(self.cfg.b_init, self.d, self.cfg.rank, torch.Generator().manual_seed(seed))
+        ranks = self._ranks(n_clients, gen)
+        # column order per client: its S_u first (the uploaded prefix), then the rest
+        order = torch.stack([torch.randperm(self.cfg.rank, generator=gen) for _ in range(n_clients)]) \
+            if (ranks < self.cfg.rank).any() else torch.arange(self.cfg.rank).repeat(n_clients, 1)
+        mask = torch.zeros(n_clients, self.cfg.rank)
+        mask.scatter_(1, order, (torch.arange(self.cfg.rank)[None, :] < torch.from_numpy(ranks)[:, None]).float())
+        scale = torch.from_numpy(np.sqrt(ranks / self.d) if self.cfg.lowrank_lr_scale else np.ones(n_clients)).float()
+        return RoundSetup(LowRank(B, mask, scale), seed, {"order": order, "ranks": ranks})
+
+    def uplink(self, local: LocalResult, setup: RoundSetup) -> list[Wire]:
+        A = local.update  # (M, N, r)
+        order = setup.extra["order"]
+        # (M, r, N) with each client's own columns first: its message is a prefix
+        compact = A.gather(2, order[:, None, :].expand(-1, A.shape[1], -1)).transpose(1, 2).reshape(A.shape[0], -1)
+        ranks = setup.extra["ranks"]
+        wires = [Wire("A", "factors", compact, ranks * self.n_items if (ranks < self.cfg.rank).any() else None)]
+        if (ranks < self.cfg.rank).any():  # SCoLR also uploads S_u as column indices
+            wires.append(Wire("S", "indices", order.to(torch.uint8), ranks))
+        return wires
+
+    def decode_uplink(self, wires: dict[str, Wire], setup: RoundSetup) -> torch.Tensor:
+        order = setup.extra["order"]
+        M = order.shape[0]
+        compact = wires["A"].data.view(M, self.cfg.rank, self.n_items).transpose(1, 2)  # (M, N, r) in sent order
+        keep = torch.from_numpy(setup.extra["ranks"])[:, None] > torch.arange(self.cfg.rank)[None, :]
+        compact = compact * keep[:, None, :].to(compact.dtype)  # beyond r_u nothing was sent
+        A = torch.zeros_like(compact)
+        A.scatter_(2, order[:, None, :].expand(-1, self.n_items, -1), compact)  # S_u^T A_u: back to B's columns
+        return A
+
+    def downlink(self, aggregate: torch.Tensor, setup: RoundSetup) -> list[Wire]:
+        wires = [Wire("A", "factors", aggregate.reshape(1, -1))]
+        if self.cfg.b_as_seed:
+            wires.append(Wire("B_seed", "seed", torch.tensor([[setup.seed]], dtype=torch.int64)))
+        else:
+            wires.append(Wire("B", "factors", setup.lowrank.B.reshape(1, -1)))
+        return wires
+
+    def apply_downlink(self, Q: torch.Tensor, wires: dict[str, Wire], setup: RoundSetup) -> torch.Tensor:
+        A = wires["A"].data.view(self.n_items, self.cfg.rank)
+        return Q + A @ setup.lowrank.B.T
+
+
+class SCoLR(CoLR):
+    name = "scolr"
+
+    def _ranks(self, n_clients: int, gen: torch.Generator) -> np.ndarray:
+        lo, hi = self.cfg.scolr_min_rank, self.cfg.rank
+        return torch.randint(lo, hi + 1, (n_clients,), generator=gen).numpy()

@@ -1,0 +1,78 @@
+"""Unbiased stochastic quantization (QSGD; the wireless-FL report's Eq. 4 and 5).
+
+Each bucket of `bucket` values x is sent as its L2 norm (one float32 scale), a
+sign bit per value and a level l in 0..s per value with s = 2**bits - 1:
+Q(x_i) = ||x|| sgn(x_i) xi_i, xi_i = l/s or (l+1)/s with probabilities that
+make E[Q(x)] = x. Codes are packed to (bits + 1) bits per value for real, so
+the payload ledger measures the packed bytes.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+
+def _buckets(x: torch.Tensor, bucket: int) -> tuple[torch.Tensor, int]:
+    flat = x.reshape(x.shape[0], -1)
+    n = flat.shape[1]
+    pad = (-n) % bucket
+    if pad:
+        flat = torch.nn.functional.pad(flat, (0, pad))
+    return flat.reshape(x.shape[0], -1, bucket), n
+
+
+def quantize(x: torch.Tensor, bits: int, bucket: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """x (M, ...) -> levels (M, n) int64, signs (M, n) bool, norms (M, n_buckets) float32."""
+    if not 1 <= bits <= 32:
+        raise ValueError(f"bits={bits} is invalid: allowed range is 1..32")
+    s = float(2**bits - 1)
+    xb, n = _buckets(x.to(torch.float64), bucket)
+    norms = xb.norm(dim=-1, keepdim=True)
+    ratio = (xb.abs() / torch.where(norms > 0, norms, torch.ones_like(norms))) * s
+    low = ratio.floor()
+    up = torch.rand(ratio.shape, generator=gen, dtype=torch.float64) < (ratio - low)
+    levels = (low + up.to(torch.float64)).clamp(max=s).to(torch.int64)
+    M = x.shape[0]
+    return levels.reshape(M, -1)[:, :n], (xb < 0).reshape(M, -1)[:, :n], norms.squeeze(-1).to(torch.float32)
+
+
+def dequantize(levels: torch.Tensor, signs: torch.Tensor, norms: torch.Tensor, bits: int, bucket: int,
+               shape: tuple[int, ...]) -> torch.Tensor:
+    s = float(2**bits - 1)
+    M, n = levels.shape
+    vals = levels.to(torch.float64) / s * torch.where(signs, -1.0, 1.0).to(torch.float64)
+    pad = (-n) % bucket
+    vals = torch.nn.functional.pad(vals, (0, pad)).reshape(M, -1, bucket) * norms.to(torch.float64)[..., None]
+    return vals.reshape(M, -1)[:, :n].to(torch.float32).reshape(shape)
+
+
+def pack_codes(levels: np.ndarray, signs: np.ndarray, bits: int) -> np.ndarray:
+    """(M, n) levels and signs -> (M, ceil(n * (bits + 1) / 8)) uint8, one packed row per client.
+
+    Value i occupies bits [i*(bits+1), (i+1)*(bits+1)) of its row, so a valid
+    prefix of n' values is exactly the first ceil(n' * (bits + 1) / 8) bytes.
+    """
+    width = bits + 1
+    codes = (levels.astype(np.uint64) << np.uint64(1)) | signs.astype(np.uint64)
+    planes = ((codes[..., None] >> np.arange(width, dtype=np.uint64)) & np.uint64(1)).astype(np.uint8)
+    return np.packbits(planes.reshape(codes.shape[0], -1), axis=1, bitorder="little")
+
+
+def unpack_codes(packed: np.ndarray, n: int, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """Inverse of pack_codes for (M, bytes) rows of n values each."""
+    width = bits + 1
+    planes = np.unpackbits(packed, axis=1, bitorder="little")[:, : n * width]
+    planes = planes.reshape(packed.shape[0], n, width).astype(np.uint64)
+    codes = (planes << np.arange(width, dtype=np.uint64)).sum(axis=2, dtype=np.uint64)
+    return (codes >> np.uint64(1)).astype(np.int64), (codes & np.uint64(1)).astype(bool)
+
+
+def packed_bytes(n_values: np.ndarray | int, bits: int):
+    return -(-np.asarray(n_values) * (bits + 1) // 8)
+
+
+def code_bits(n_values: int, bits: int, bucket: int) -> int:
+    """Theoretical size: (bits + 1) per value plus a float32 norm per bucket."""
+    return n_values * (bits + 1) + 32 * math.ceil(n_values / bucket)

@@ -1,0 +1,28 @@
+"""HR@K and NDCG@K with the test item ranked among its sampled negatives (NCF protocol)."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+
+def hit_ratio_ndcg(P: torch.Tensor, Q: torch.Tensor, test_items: np.ndarray, negatives: np.ndarray,
+                   k: int = 10) -> tuple[float, float]:
+    """Mean HR@k and NDCG@k over users that have a test item.
+
+    rank = number of negatives scored strictly above the test item (ties count
+    in the test item's favour, as in NCF's evaluation).
+    """
+    users = np.nonzero(test_items >= 0)[0]
+    if users.size == 0:
+        return float("nan"), float("nan")
+    u = torch.from_numpy(users)
+    pos = torch.from_numpy(test_items[users])
+    neg = torch.from_numpy(negatives[users])
+    valid_neg = neg >= 0
+    pu = P[u]
+    s_pos = (pu * Q[pos]).sum(-1)
+    s_neg = (pu[:, None, :] * Q[neg.clamp(min=0)]).sum(-1)
+    rank = ((s_neg > s_pos[:, None]) & valid_neg).sum(1)
+    hit = rank < k
+    ndcg = torch.where(hit, 1.0 / torch.log2(rank.to(torch.float64) + 2.0), torch.zeros((), dtype=torch.float64))
+    return float(hit.double().mean()), float(ndcg.mean())

@@ -1,0 +1,53 @@
+"""A run's result: the per-round table (one row per round) and the payload ledger."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .config import RunConfig, from_dict
+
+ROUND_COLUMNS = ("round", "loss", "hr", "ndcg", "bytes_up", "bytes_down", "bytes_up_client", "bytes_down_client",
+                 "cum_bytes", "t_comm", "t_comp", "t_round", "wallclock", "n90_mean", "n90_std", "n99_mean",
+                 "n99_std", "erank_mean", "sec_local")
+
+
+@dataclass(eq=False)
+class Result:
+    config: RunConfig
+    table: pd.DataFrame  # ROUND_COLUMNS; hr/ndcg are NaN on rounds without evaluation
+    ledger: pd.DataFrame  # Ledger.COLUMNS
+    notes: str = ""  # how the dataset was split (shown next to every figure)
+    complete: bool = True
+    cached: bool = False
+
+    @property
+    def final(self) -> dict[str, float]:
+        ev = self.table.dropna(subset=["hr"])
+        last = ev.iloc[-1] if len(ev) else None
+        return {"hr": float(last["hr"]) if last is not None else float("nan"),
+                "ndcg": float(last["ndcg"]) if last is not None else float("nan"),
+                "bytes_up": int(self.table["bytes_up"].sum()), "bytes_down": int(self.table["bytes_down"].sum()),
+                "wallclock_min": float(self.table["t_round"].sum() / 60), "rounds": int(len(self.table))}
+
+    def part_bytes(self) -> pd.DataFrame:
+        """Total measured bytes per (direction, part), with the theoretical bytes beside them."""
+        g = self.ledger.groupby(["direction", "part", "kind"], as_index=False)[["bytes", "bits"]].sum()
+        g["theoretical_bytes"] = g["bits"] / 8
+        return g
+
+    # --- on disk ----------------------------------------------------------
+    def save(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.table.to_csv(folder / "table.csv", index=False)
+        self.ledger.to_csv(folder / "ledger.csv", index=False)
+        meta = {"config": self.config.to_dict(), "notes": self.notes, "complete": self.complete}
+        (folder / "result.json").write_text(json.dumps(meta, indent=1, default=list))
+
+    @staticmethod
+    def load(folder: Path) -> "Result":
+        meta = json.loads((folder / "result.json").read_text())
+        return Result(from_dict(meta["config"]), pd.read_csv(folder / "table.csv"), pd.read_csv(folder / "ledger.csv"),
+                      meta.get("notes", ""), meta.get("complete", True), cached=True)

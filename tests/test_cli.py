@@ -1,0 +1,31 @@
+"""The command line on the embedded default data: run, cache, errors."""
+import subprocess
+import sys
+
+from labcore.cli import main
+
+
+def test_run_prints_metrics_writes_the_table_and_is_cached(tmp_path, capsys):
+    args = ["run", "--synthetic-size", "tiny", "--rounds", "6", "--clients-per-round", "10", "--dim", "8",
+            "--rank", "2", "--eval-every", "3", "--batch-size", "32", "--cache-dir", str(tmp_path), "--quiet",
+            "--plot", str(tmp_path / "hr.html")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "CoLR@2 on synthetic: 6 rounds" in out and "HR@10" in out and "(cached)" not in out
+    tables = list(tmp_path.glob("*/table.csv"))
+    assert len(tables) == 1 and len(tables[0].read_text().splitlines()) == 7
+    assert (tmp_path / "hr.html").stat().st_size > 1000
+    assert main(args) == 0
+    assert "(cached)" in capsys.readouterr().out
+
+
+def test_bad_values_exit_2_with_a_message(capsys):
+    assert main(["run", "--rank", "128", "--quiet"]) == 2
+    assert "rank=128 is invalid" in capsys.readouterr().err
+    assert main(["run", "--method", "lora", "--quiet"]) == 2
+    assert "fedmf, colr, scolr, svd, topk" in capsys.readouterr().err
+
+
+def test_console_script_entry_point_runs():
+    out = subprocess.run([sys.executable, "-m", "labcore.cli", "datasets"], capture_output=True, text=True, check=True)
+    assert "synthetic" in out.stdout

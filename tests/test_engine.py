@@ -1,0 +1,161 @@
+"""The federated engine: batched == loop oracle, determinism, resume, validation, ledger sizes."""
+import numpy as np
+import pytest
+import torch
+
+from labcore.config import ConfigError, RunConfig
+from labcore.fed import sampling as S
+from labcore.fed.engine import CHECKPOINT, Simulation, default_cache_dir, run
+from labcore.fed.local_train import LowRank, train_cohort
+from labcore.fed.loop_oracle import train_clients_loop
+from labcore.net.message import frame_bytes
+
+FAST = dict(clients_per_round=8, local_epochs=2, batch_size=16, dim=8, rank=2, eval_every=5, rounds=10, rank_every=5)
+
+
+def _plan(data, m=8, seed=0, t=0, batch=16):
+    clients = S.sample_clients(data.n_users, m, S.round_rng(seed, t, S.STREAM_CLIENTS))
+    return S.plan_round(data, S.NegativeSampler(data), clients, 4, 2, batch, seed, t)
+
+
+def test_round_plan_uses_every_sample_once_per_epoch(tiny):
+    plan = _plan(tiny)
+    used = plan.steps[plan.steps >= 0]
+    assert np.bincount(used, minlength=len(plan.sample_item)).tolist() == [2] * len(plan.sample_item)
+    # negatives never hit the client's training items
+    neg = plan.sample_label == 0
+    users = plan.clients[plan.sample_client[neg]]
+    assert not S.NegativeSampler(tiny).is_positive(users, plan.sample_item[neg]).any()
+    assert (plan.sample_label.reshape(-1).sum()) == plan.n_pos.sum()
+
+
+@pytest.mark.parametrize("lowrank", [False, True])
+def test_batched_training_equals_the_per_client_loop(tiny, lowrank):
+    plan = _plan(tiny)
+    g = torch.Generator().manual_seed(0)
+    Q, P = torch.randn(tiny.n_items, 6, generator=g) * 0.3, torch.randn(8, 6, generator=g) * 0.3
+    lr_ = None
+    if lowrank:  # SCoLR-style: some clients train only some columns
+        mask = torch.ones(8, 3)
+        mask[1, 2] = 0
+        mask[4, 0] = 0
+        lr_ = LowRank(torch.randn(6, 3, generator=g) / 3**0.5, mask, torch.full((8,), (3 / 6) ** 0.5))
+    a = train_cohort(Q, P, plan, 0.1, 1e-2, lr_)
+    b = train_clients_loop(Q, P, plan, 0.1, 1e-2, lr_)
+    assert torch.allclose(a.update, b.update, atol=1e-5)
+    assert torch.allclose(a.p, b.p, atol=1e-5)
+    assert a.loss_sum == pytest.approx(b.loss_sum, rel=1e-5)
+    if lowrank:
+        assert a.update[1, :, 2].abs().max() == 0  # a frozen column stays zero
+
+
+@pytest.mark.parametrize("method", ["fedmf", "colr", "scolr", "svd", "topk"])
+def test_every_method_trains_and_is_deterministic(tiny, method):
+    cfg = RunConfig(method=method, topk_ratio=0.25, **FAST)
+    a = run(cfg, data=tiny, use_cache=False, progress=False)
+    b = run(cfg, data=tiny, use_cache=False, progress=False)
+    measured = ["sec_local"]  # this machine's timing: the only column allowed to differ
+    assert a.table.drop(columns=measured).equals(b.table.drop(columns=measured)) and a.ledger.equals(b.ledger)
+    assert len(a.table) == 10 and a.table["hr"].notna().sum() == 2
+    assert a.table["loss"].iloc[-1] < a.table["loss"].iloc[0]
+    assert (a.table["bytes_up"] > 0).all() and (a.table["t_round"] > 0).all()
+    c = run(cfg.replace(seed=1), data=tiny, use_cache=False, progress=False)
+    assert not c.table["loss"].equals(a.table["loss"])
+
+
+def test_scolr_with_full_local_rank_equals_colr(tiny):
+    colr = run(RunConfig(method="colr", **FAST), data=tiny, use_cache=False, progress=False)
+    scolr = run(RunConfig(method="scolr", scolr_min_rank=FAST["rank"], **FAST), data=tiny, use_cache=False,
+                progress=False)
+    assert np.allclose(colr.table["loss"], scolr.table["loss"], rtol=1e-6)
+    assert np.allclose(colr.table["hr"].dropna(), scolr.table["hr"].dropna())
+
+
+def test_colr_ledger_is_r_times_items_float32_plus_framing(tiny):
+    cfg = RunConfig(method="colr", aggregation="weighted", **FAST)
+    res = run(cfg, data=tiny, use_cache=False, progress=False)
+    r, n, m = cfg.rank, tiny.n_items, cfg.clients_per_round
+    up = res.ledger.query("direction == 'up' and round == 0")
+    assert up["part"].tolist() == ["A"]
+    assert up["bytes"].item() == m * (r * n * 4 + frame_bytes("A", 1))
+    assert up["bits"].item() == m * r * n * 32
+    down = res.ledger.query("direction == 'down' and round == 0").set_index("part")
+    assert down.loc["A", "bytes"] == m * (r * n * 4 + frame_bytes("A", 1))
+    assert down.loc["B_seed", "bytes"] == m * (8 + frame_bytes("B_seed", 0))  # B travels as a seed
+    assert res.table["bytes_up_client"].iloc[0] == r * n * 4 + frame_bytes("A", 1)
+
+
+def test_topk_ledger_is_k_values_plus_k_indices(tiny):
+    cfg = RunConfig(method="topk", topk_ratio=0.1, aggregation="weighted", **FAST)
+    res = run(cfg, data=tiny, use_cache=False, progress=False)
+    k = int(np.ceil(0.1 * tiny.n_items * cfg.dim))
+    up = res.ledger.query("direction == 'up' and round == 0").set_index("part")
+    assert up.loc["values", "bytes"] == 8 * (4 * k + frame_bytes("values", 1))
+    assert up.loc["indices", "bytes"] == 8 * (4 * k + frame_bytes("indices", 1))
+
+
+def test_quantized_uplink_is_bits_plus_sign_per_value_and_a_scale_per_bucket(tiny):
+    cfg = RunConfig(method="colr", aggregation="weighted", up_bits=3, quant_bucket=16, **FAST)
+    res = run(cfg, data=tiny, use_cache=False, progress=False)
+    n = cfg.rank * tiny.n_items
+    up = res.ledger.query("direction == 'up' and round == 0").set_index("part")
+    assert up.loc["A.codes", "bytes"] == 8 * (int(np.ceil(n * 4 / 8)) + frame_bytes("A.codes", 1))
+    assert up.loc["A.scales", "bytes"] == 8 * (4 * int(np.ceil(n / 16)) + frame_bytes("A.scales", 1))
+    down = res.ledger.query("direction == 'down' and round == 0")
+    assert "A" in down["part"].tolist()  # the downlink stays float32 when down_bits = 0
+
+
+def test_item_mean_sends_an_item_bitmap(tiny):
+    res = run(RunConfig(method="colr", aggregation="item_mean", **FAST), data=tiny, use_cache=False, progress=False)
+    mask = res.ledger.query("part == 'item_mask' and round == 0")
+    assert mask["bytes"].item() == 8 * (int(np.ceil(tiny.n_items / 8)) + frame_bytes("item_mask", 1))
+
+
+def test_clients_per_round_larger_than_users_is_rejected(tiny):
+    with pytest.raises(ConfigError, match="clients_per_round=31.*only 30 users"):
+        Simulation(RunConfig(clients_per_round=31), tiny)
+
+
+def test_result_is_cached_and_an_interrupted_run_resumes_to_the_same_numbers(tiny, tmp_path):
+    cfg = RunConfig(method="colr", checkpoint_every=3, **FAST)
+    full = run(cfg, data=tiny, use_cache=False, progress=False)
+    stops = iter([False] * 7 + [True])
+    part = run(cfg, data=tiny, cache_dir=tmp_path, progress=False, should_stop=lambda: next(stops))
+    assert not part.complete and len(part.table) == 7
+    assert (tmp_path / cfg.key() / CHECKPOINT).exists()
+    resumed = run(cfg, data=tiny, cache_dir=tmp_path, progress=False)
+    assert resumed.complete and not resumed.cached
+    assert np.allclose(resumed.table["loss"], full.table["loss"], rtol=0, atol=0)
+    assert resumed.table["hr"].dropna().tolist() == full.table["hr"].dropna().tolist()
+    assert not (tmp_path / cfg.key() / CHECKPOINT).exists()
+    again = run(cfg, data=tiny, cache_dir=tmp_path, progress=False)
+    assert again.cached and again.table[["round", "loss", "hr"]].equals(resumed.table[["round", "loss", "hr"]])
+
+
+def test_keyboard_interrupt_leaves_a_checkpoint(tiny, tmp_path):
+    cfg = RunConfig(method="fedmf", **FAST)
+    seen = []
+
+    def interrupt(row):
+        seen.append(row["round"])
+        if row["round"] == 4:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run(cfg, data=tiny, cache_dir=tmp_path, progress=False, on_round=interrupt)
+    assert (tmp_path / cfg.key() / CHECKPOINT).exists()
+    resumed = run(cfg, data=tiny, cache_dir=tmp_path, progress=False)
+    assert resumed.table["round"].tolist() == list(range(10))
+
+
+def test_bandwidth_tiers_make_the_slowest_client_set_the_round(tiny):
+    base = RunConfig(method="fedmf", **FAST)
+    slow = base.replace(bandwidth_tiers=((0.5, 1.0, 1.0), (0.5, 0.1, 0.1)))
+    a = run(base, data=tiny, use_cache=False, progress=False)
+    b = run(slow, data=tiny, use_cache=False, progress=False)
+    assert (b.table["t_comm"] > 5 * a.table["t_comm"]).all()
+
+
+def test_default_cache_dir_follows_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("LABCORE_CACHE", str(tmp_path))
+    assert default_cache_dir() == tmp_path

@@ -1,0 +1,123 @@
+"""Tiny exact cases for each method's math."""
+import math
+
+import numpy as np
+import pytest
+import torch
+from sklearn.decomposition import PCA
+
+from labcore.fed.aggregate import aggregate, fedavg_weights, item_mean, weighted_sum
+from labcore.methods.colr import draw_B
+from labcore.methods.compress import svd_reconstruct, svd_truncate, topk_compress, topk_count, topk_decompress
+from labcore.methods.quantize import dequantize, pack_codes, quantize, unpack_codes
+from labcore.metrics.effective_rank import components_for, effective_rank_stats, explained_variance_ratios
+from labcore.metrics.ranking import hit_ratio_ndcg
+
+
+def test_fedavg_weights_are_sample_shares():
+    w = fedavg_weights(torch.tensor([1, 3]))
+    assert torch.allclose(w, torch.tensor([0.25, 0.75]))
+    X = torch.tensor([[[4.0]], [[8.0]]])
+    assert weighted_sum(X, w).item() == pytest.approx(7.0)
+
+
+def test_item_mean_divides_by_clients_that_touched_the_item():
+    X = torch.tensor([[[2.0], [1.0]], [[4.0], [0.0]]])  # 2 clients, 2 items
+    touched = torch.tensor([[True, True], [True, False]])
+    assert item_mean(X, touched).flatten().tolist() == [3.0, 1.0]
+    with pytest.raises(ValueError, match="item_mean, weighted"):
+        aggregate(X, "median", torch.ones(2), touched)
+
+
+def test_colr_aggregate_equals_fedavg_of_BA():
+    g = torch.Generator().manual_seed(0)
+    B = draw_B("normal", 6, 2, g)
+    A = torch.randn(3, 5, 2, generator=g)  # 3 clients, 5 items, rank 2
+    w = torch.tensor([0.2, 0.3, 0.5])
+    via_A = weighted_sum(A, w) @ B.T  # what CoLR sends down: the aggregate of A, then B A
+    via_full = weighted_sum(A @ B.T, w)  # FedAvg of each client's full update B A_u
+    assert torch.allclose(via_A, via_full, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["normal", "orthonormal", "sphere"])
+def test_B_distributions(kind):
+    d, r = 16, 4
+    B = draw_B(kind, d, r, torch.Generator().manual_seed(1))
+    assert B.shape == (d, r)
+    if kind == "orthonormal":
+        assert torch.allclose(B.T @ B, torch.eye(r) * d / r, atol=1e-5)
+    if kind == "sphere":
+        assert torch.allclose(B.norm(dim=0), torch.ones(r), atol=1e-6)
+    if kind == "normal":  # E[B B^T] = I (Lemma A.2): check on an average of many draws
+        g = torch.Generator().manual_seed(2)
+        draws = [draw_B(kind, d, r, g) for _ in range(3000)]
+        acc = sum(b @ b.T for b in draws) / len(draws)
+        assert torch.allclose(acc, torch.eye(d), atol=0.08)
+
+
+def test_topk_keeps_the_k_largest_magnitudes():
+    X = torch.tensor([[[0.1, -5.0], [3.0, 0.2]], [[1.0, 2.0], [-3.0, 0.0]]])
+    vals, idx = topk_compress(X, 2)
+    assert sorted(vals[0].abs().tolist()) == [3.0, 5.0]
+    assert sorted(idx[0].tolist()) == [1, 2] and idx.dtype == torch.int32
+    dense = topk_decompress(vals, idx, X.shape)
+    assert dense[0].tolist() == [[0.0, -5.0], [3.0, 0.0]]
+    assert dense[1].tolist() == [[0.0, 2.0], [-3.0, 0.0]]
+    assert topk_count(100, 0.05) == 5 and topk_count(10, 1e-9) == 1
+
+
+def test_svd_truncation_error_equals_tail_singular_values():
+    X = torch.randn(1, 40, 8, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    s = np.linalg.svd(X[0].numpy(), compute_uv=False)
+    for r in (1, 3, 8):
+        U, S, V = svd_truncate(X, r)
+        err = torch.linalg.norm(X - svd_reconstruct(U, S, V)).item() ** 2
+        assert err == pytest.approx(float((s[r:] ** 2).sum()), abs=1e-8)
+        assert np.allclose(S[0].numpy(), s[:r])
+
+
+def test_quantizer_is_unbiased_and_packs_to_the_stated_width():
+    x = torch.tensor([[0.3, -0.1, 0.05, 0.0, -0.7, 0.2]])
+    g = torch.Generator().manual_seed(0)
+    draws = torch.stack([dequantize(*quantize(x, 2, 4, g), 2, 4, tuple(x.shape)) for _ in range(20000)])
+    assert torch.allclose(draws.mean(0), x, atol=5e-3)
+    levels, signs, norms = quantize(x, 3, 4, g)
+    assert norms.shape == (1, 2) and int(levels.max()) <= 7
+    packed = pack_codes(levels.numpy(), signs.numpy(), 3)
+    assert packed.shape == (1, math.ceil(6 * 4 / 8))
+    lv, sg = unpack_codes(packed, 6, 3)
+    assert (lv == levels.numpy()).all() and (sg == signs.numpy()).all()
+    with pytest.raises(ValueError, match="1..32"):
+        quantize(x, 0, 4, g)
+
+
+def test_32_bit_quantization_is_nearly_lossless():
+    x = torch.randn(2, 50, generator=torch.Generator().manual_seed(4))
+    y = dequantize(*quantize(x, 32, 16, torch.Generator().manual_seed(0)), 32, 16, tuple(x.shape))
+    assert torch.allclose(x, y, atol=1e-6)
+
+
+def test_effective_rank_matches_sklearn_pca():
+    g = torch.Generator().manual_seed(5)
+    low = torch.randn(30, 2, generator=g) @ torch.randn(2, 6, generator=g) + 0.01 * torch.randn(30, 6, generator=g)
+    ratios = explained_variance_ratios(low[None])[0].numpy()
+    sk = PCA().fit(low.numpy().astype(np.float64)).explained_variance_ratio_
+    assert np.allclose(ratios, sk, atol=1e-6)
+    assert components_for(torch.tensor([[0.6, 0.3, 0.1]]), 0.9).item() == 2
+    stats = effective_rank_stats(torch.stack([low, low]))
+    assert stats["n90_mean"] == 2 and stats["n90_std"] == 0
+    # factor form (CoLR: ΔQ = A B^T) gives the same ratios as the dense product
+    A, B = torch.randn(2, 30, 3, generator=g), torch.randn(6, 3, generator=g)
+    assert torch.allclose(explained_variance_ratios(A, B), explained_variance_ratios(A @ B.T), atol=1e-6)
+
+
+def test_hit_ratio_and_ndcg_on_a_hand_ranked_case():
+    P = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
+    Q = torch.tensor([[5.0, 0], [4.0, 0], [3.0, 0], [2.0, 0]])
+    test = np.array([2, 0])  # user 0: two negatives score higher -> rank 2; user 1: rank 0
+    negs = np.array([[0, 1, 3], [1, 2, 3]])
+    hr, ndcg = hit_ratio_ndcg(P, Q, test, negs, k=2)
+    assert hr == 0.5
+    assert ndcg == pytest.approx((0 + 1.0) / 2)
+    hr3, ndcg3 = hit_ratio_ndcg(P, Q, test, negs, k=3)
+    assert hr3 == 1.0 and ndcg3 == pytest.approx((1 / math.log2(4) + 1) / 2)
