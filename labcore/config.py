@@ -19,7 +19,10 @@ SYNTHETIC_SIZES = ("tiny", "small", "medium", "ml1m")
 B_INITS = ("normal", "orthonormal", "sphere")
 AGGREGATIONS = ("item_mean", "weighted")
 COMP_TIME_MODES = ("calibrated", "measured")
-ENCRYPTIONS = ("none",)  # the encryption transforms register themselves here when available
+ENCRYPTIONS = ("none", "ckks", "secagg", "paillier")  # labcore.fed.secure implements each
+# Which methods each protection supports (why the others cannot: labcore.fed.secure).
+ENCRYPTION_METHODS = {"none": METHODS, "ckks": ("fedmf", "colr", "scolr"), "secagg": ("fedmf", "colr", "scolr"),
+                      "paillier": ("topk",)}
 
 
 class ConfigError(ValueError):
@@ -67,7 +70,14 @@ class RunConfig:
     comp_time: str = "calibrated"  # "measured" uses this machine's timings (not reproducible)
     sec_per_sample: float = 2e-6  # calibrated client simulation cost per local sample-epoch
     sec_per_value: float = 2e-9  # calibrated server cost per aggregated value
-    encryption: str = "none"
+    # encryption / secure aggregation of the uplink (labcore.fed.secure)
+    encryption: str = "none"  # none, ckks (FedMF, CoLR, SCoLR), secagg (same), paillier (Top-K)
+    ckks_degree: int = 8192  # poly modulus degree N: N/2 values per ciphertext
+    ckks_scale_bits: int = 50  # CKKS scale 2**bits
+    ckks_coeff_bits: tuple = ()  # coefficient modulus primes (bits); () = (60, ckks_scale_bits, 60)
+    paillier_key_bits: int = 2048
+    he_real_clients: int = 2  # clients per round encrypted for real; the others' costs are scaled from them
+    he_real_values: int = 8  # Paillier: values per real client encrypted for real (cost is linear in k)
     # reproducibility and bookkeeping
     seed: int = 0
     checkpoint_every: int = 50
@@ -80,8 +90,9 @@ class RunConfig:
         return dataclasses.asdict(self)
 
     def key(self) -> str:
-        """Stable hash of every field: the cache key for results."""
-        d = {k: v for k, v in self.to_dict().items() if k not in _NOT_IN_KEY}
+        """Stable hash of every field that can change the numbers: the cache key for results."""
+        skip = _NOT_IN_KEY + _unused_encryption_fields(self.encryption)
+        d = {k: v for k, v in self.to_dict().items() if k not in skip}
         blob = json.dumps(d, sort_keys=True, default=list)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -104,10 +115,26 @@ class RunConfig:
                  "svd": f"SVD@{self.rank}", "topk": f"TopK {self.topk_ratio:g}"}[m]
         if self.up_bits or self.down_bits:
             label += f" q{self.up_bits or 32}/{self.down_bits or 32}b"
+        if self.encryption != "none":
+            label += " +" + {"ckks": "CKKS", "secagg": "SecAgg", "paillier": "Paillier"}[self.encryption]
         return label
+
+    def ckks_chain(self) -> tuple[int, ...]:
+        """The coefficient modulus actually used: ckks_coeff_bits, or (60, ckks_scale_bits, 60)."""
+        return tuple(self.ckks_coeff_bits) or (60, self.ckks_scale_bits, 60)
 
 
 _NOT_IN_KEY = ("checkpoint_every",)  # bookkeeping that does not change the numbers
+_CKKS_FIELDS = ("ckks_degree", "ckks_scale_bits", "ckks_coeff_bits")
+_PAILLIER_FIELDS = ("paillier_key_bits", "he_real_values")
+
+
+def _unused_encryption_fields(encryption: str) -> tuple[str, ...]:
+    """Encryption settings that cannot change a run under `encryption` (kept out of its cache key)."""
+    unused = {"none": _CKKS_FIELDS + _PAILLIER_FIELDS + ("he_real_clients",), "ckks": _PAILLIER_FIELDS,
+              "secagg": _CKKS_FIELDS + _PAILLIER_FIELDS, "paillier": _CKKS_FIELDS}
+    return unused.get(encryption, ())
+
 FIELD_NAMES = tuple(f.name for f in fields(RunConfig))
 _TYPES = typing.get_type_hints(RunConfig)
 
@@ -117,6 +144,7 @@ _RANGES = {
     "quant_bucket": (1, 1 << 24), "rounds": (1, 10**7), "clients_per_round": (1, 10**7), "local_epochs": (1, 1000),
     "batch_size": (1, 1 << 20), "num_negatives": (0, 1000), "eval_every": (1, 10**7), "rank_every": (0, 10**7),
     "top_k": (1, 100), "data_seed": (0, 2**63 - 1), "seed": (0, 2**63 - 1), "checkpoint_every": (1, 10**7),
+    "paillier_key_bits": (1024, 8192), "he_real_clients": (1, 10**7), "he_real_values": (1, 10**7),
 }
 _POSITIVE = ("lr", "bw_down", "bw_up")
 _NONNEGATIVE = ("weight_decay", "r_comp", "c_comp", "sec_per_sample", "sec_per_value")
@@ -168,6 +196,55 @@ def _validate(c: RunConfig) -> None:
     if c.method == "scolr" and c.scolr_min_rank > c.rank:
         _fail("scolr_min_rank", c.scolr_min_rank, f"must be <= rank ({c.rank})")
     _validate_tiers(c.bandwidth_tiers)
+    _validate_encryption(c)
+
+
+def _validate_encryption(c: RunConfig) -> None:
+    from .privacy.params import check_ckks  # pure Python: no TenSEAL import
+
+    bits = c.ckks_coeff_bits
+    if not isinstance(bits, tuple) or not all(isinstance(b, int) and not isinstance(b, bool) for b in bits):
+        _fail("ckks_coeff_bits", bits, "expected a tuple of prime sizes in bits, e.g. (60, 50, 60), or () for "
+                                       "(60, ckks_scale_bits, 60)")
+    try:
+        check_ckks(c.ckks_degree, c.ckks_chain(), c.ckks_scale_bits,
+                   names={"degree": "ckks_degree", "coeff": "ckks_coeff_bits", "scale": "ckks_scale_bits"})
+    except ValueError as e:
+        hint = "" if bits else " (ckks_coeff_bits=() means (60, ckks_scale_bits, 60))"
+        raise ConfigError(f"{e}{hint}") from None
+    if c.paillier_key_bits % 256:
+        _fail("paillier_key_bits", c.paillier_key_bits, "must be a multiple of 256 (1024..8192)")
+    enc = c.encryption
+    if enc == "none":
+        return
+    combos = "; ".join(f"{e}: {', '.join(ms)}" for e, ms in ENCRYPTION_METHODS.items() if e != "none")
+    if c.method not in ENCRYPTION_METHODS[enc]:
+        why = {"svd": "the server would have to multiply the clients' factors U_u V_u^T (products of encrypted or "
+                      "masked matrices) and SVD of an encrypted matrix is an open problem (CoLR section 5.2 (3))",
+               "topk": "every client sends different indices, so packed ciphertexts or pairwise masks do not line "
+                       "up; Top-K is encrypted value by value with paillier",
+               }.get(c.method, "paillier encrypts value by value (~80 ms per value at 2048 bits): it is meant for "
+                               "the k values of Top-K; use ckks or secagg for dense updates")
+        _fail("encryption", enc, f"not available with method={c.method!r}: {why}. Allowed combinations: {combos}")
+    if c.up_bits:
+        _fail("up_bits", c.up_bits, f"must be 0 with encryption={enc!r}: quantized codes with per-client scales "
+                                    "cannot be summed under encryption or masking")
+    if enc in ("ckks", "paillier") and c.down_bits:
+        _fail("down_bits", c.down_bits, f"must be 0 with encryption={enc!r}: the downlink is the encrypted "
+                                        "aggregate, which the server cannot quantize")
+    if enc == "paillier":
+        if c.aggregation != "weighted":
+            _fail("aggregation", c.aggregation, "must be 'weighted' with encryption='paillier': the per-item mean "
+                                                "needs each client's item bitmap encrypted too (one Paillier "
+                                                "encryption per item)")
+        if c.compress_down:
+            _fail("compress_down", c.compress_down, "must be false with encryption='paillier': the server cannot "
+                                                    "pick the top-k of encrypted values, clients download the "
+                                                    "encrypted union of the uploaded indices")
+    if enc == "secagg" and min(c.clients_per_round, c.he_real_clients) < 2:
+        field_ = "clients_per_round" if c.clients_per_round < 2 else "he_real_clients"
+        _fail(field_, getattr(c, field_), "must be >= 2 with encryption='secagg': pairwise masks need two clients "
+                                          "(with one, its masked vector is its update)")
 
 
 def _validate_tiers(tiers) -> None:

@@ -29,8 +29,21 @@ from . import sampling as S
 from .aggregate import aggregate, fedavg_weights
 from .local_train import train_cohort
 from .mods import item_mask_wire, quantize_wires, wire_values
+from .secure import make_secure_mod
 
 CHECKPOINT = "checkpoint.pt"
+
+
+def use_threads() -> None:
+    """One intra-op thread unless LABCORE_THREADS says otherwise.
+
+    The round's tensors are small; with several processes on a 2-core laptop
+    (the app's sessions, a notebook, tests) two OpenMP threads per process
+    spin-wait and run an order of magnitude slower than one.
+    """
+    n = int(os.environ.get("LABCORE_THREADS", "1"))
+    if torch.get_num_threads() != n:
+        torch.set_num_threads(n)
 
 
 def default_cache_dir() -> Path:
@@ -56,8 +69,11 @@ def check_fits(cfg: RunConfig, data: InteractionData) -> None:
 class Simulation:
     """State of one run; `step()` plays one round. Kept small so tests can drive it round by round."""
 
-    def __init__(self, cfg: RunConfig, data: InteractionData):
+    def __init__(self, cfg: RunConfig, data: InteractionData, trainer=train_cohort):
+        """trainer: the local-training function; `loop_oracle.train_clients_loop` is the per-client baseline."""
         check_fits(cfg, data)
+        use_threads()
+        self.trainer = trainer
         self.cfg, self.data = cfg, data
         self.method = make_method(cfg, data.n_items)
         self.sampler = S.NegativeSampler(data)
@@ -70,6 +86,9 @@ class Simulation:
         self.ledger = Ledger()
         self.rows: list[dict] = []
         self.round = 0
+        self.secure = make_secure_mod(cfg, data.n_items)  # None unless cfg.encryption is set
+        self.keep_view = False  # keep what the server saw in the last round (self.view): for the attacks
+        self.view: dict | None = None
 
     # --- one round --------------------------------------------------------
     def step(self) -> dict:
@@ -79,30 +98,41 @@ class Simulation:
                             cfg.seed, t)
         setup = self.method.setup_round(t, len(clients), _gen(cfg.seed, t, S.STREAM_METHOD))
         t0 = time.perf_counter()
-        local = train_cohort(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, setup.lowrank)
+        local = self.trainer(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, setup.lowrank)
         sec_local = time.perf_counter() - t0
 
         up = self.method.uplink(local, setup)
         up_sent, up_recv = quantize_wires(up, cfg.up_bits, cfg.quant_bucket, _gen(cfg.seed, t, S.STREAM_QUANT))
         if cfg.aggregation == "item_mean":
             up_sent = up_sent + [item_mask_wire(local.touched)]
-        up_bytes = self.ledger.record(t, "up", up_sent)
+        he = None
+        if self.secure is None:
+            up_bytes = self.ledger.record(t, "up", up_sent)
 
         t1 = time.perf_counter()
         decoded = self.method.decode_uplink({w.name: w for w in up_recv}, setup)
-        agg = aggregate(decoded, cfg.aggregation, fedavg_weights(torch.from_numpy(plan.n_pos)), local.touched)
+        if self.secure is None:
+            agg = aggregate(decoded, cfg.aggregation, fedavg_weights(torch.from_numpy(plan.n_pos)), local.touched)
+        else:  # encrypted / masked sum; the mod records the protected uplink in the ledger
+            he = self.secure.aggregate(t, up_sent, up_recv, decoded, plan.n_pos, local.touched, setup, self.ledger)
+            agg, up_bytes = he.aggregate, he.up_bytes
         down = self.method.downlink(agg, setup)
         down_sent, down_recv = quantize_wires(down, cfg.down_bits, cfg.quant_bucket,
                                               _gen(cfg.seed, t, S.STREAM_QUANT + 1))
         self.Q = self.method.apply_downlink(self.Q, {w.name: w for w in down_recv}, setup)
-        sec_server = time.perf_counter() - t1
-        down_bytes = self.ledger.record(t, "down", down_sent, receivers=len(clients))
+        sec_server = time.perf_counter() - t1 - (he.wall_s if he else 0.0)
+        down_bytes = (self.ledger.record(t, "down", down_sent, receivers=len(clients)) if he is None
+                      else self.secure.record_down(self.ledger, t, down_sent, he, len(clients)))
         self.P[clients] = local.p
+        if self.keep_view:
+            self.view = {"plan": plan, "decoded": decoded, "up_sent": up_sent, "aggregate": agg,
+                         "secure": he.view if he else None}
 
         row = {"round": t, "loss": local.loss_sum / max(local.n_samples, 1), "sec_local": sec_local,
                "bytes_up": int(up_bytes.sum()), "bytes_down": int(down_bytes.sum()) * len(clients),
                "bytes_up_client": float(up_bytes.mean()), "bytes_down_client": float(down_bytes.sum())}
-        row.update(self._times(plan, up_bytes, int(down_bytes.sum()), sec_local, sec_server, up))
+        row.update(self._times(plan, up_bytes, int(down_bytes.sum()), sec_local, sec_server, up, he))
+        row.update(he.columns() if he else {})
         row.update(self._effective_rank(local, setup) if cfg.rank_every and t % cfg.rank_every == 0 else {})
         if (t + 1) % cfg.eval_every == 0 or t + 1 == cfg.rounds:
             row["hr"], row["ndcg"] = self.evaluate()
@@ -113,13 +143,15 @@ class Simulation:
         self.round += 1
         return row
 
-    def _times(self, plan, up_bytes, down_bytes, sec_local, sec_server, up_wires) -> dict:
+    def _times(self, plan, up_bytes, down_bytes, sec_local, sec_server, up_wires, he=None) -> dict:
         cfg = self.cfg
         samples = plan.n_pos * (1 + cfg.num_negatives) * cfg.local_epochs
         if cfg.comp_time == "measured":  # this machine's batched time, shared in proportion to work
             t_sim, t_server = sec_local * samples / samples.sum(), sec_server
         else:  # calibrated constants: reproducible across machines and runs
             t_sim, t_server = cfg.sec_per_sample * samples, cfg.sec_per_value * wire_values(up_wires)
+        if he is not None:  # measured HE costs (columns he_client_s, he_server_s): clients encrypt + decrypt
+            t_sim, t_server = t_sim + he.client_s, t_server + he.server_s
         return self.time_model.round_time(np.full(len(up_bytes), down_bytes), up_bytes, t_sim,
                                           self.tier[plan.clients], t_server)
 

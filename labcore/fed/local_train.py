@@ -83,32 +83,51 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
     width = d if lowrank is None else lowrank.B.shape[1]
     order, n_active, offsets, items, labels, valid, keys, inv_count = _active_rows(plan, N)
     dt = Q.dtype
-    items, keys = torch.from_numpy(items), torch.from_numpy(keys)
-    labels, vf = torch.from_numpy(labels).to(dt), torch.from_numpy(valid).to(dt)
-    inv_count = torch.from_numpy(inv_count).to(dt)
-    inv_nv = 1.0 / vf.sum(1).clamp(min=1)  # (R,)
+    vf = torch.from_numpy(valid).to(dt)
+    # Q is frozen during local training: gather every step's rows at once. Padding slots read a
+    # zero row and get label sigmoid(0) = 0.5, so their gradient is exactly 0 without masking.
+    flat_items = torch.from_numpy(np.where(valid, items, N)).reshape(-1)
+    Qi = torch.cat([Q, Q.new_zeros(1, d)]).index_select(0, flat_items).view(*items.shape, d)
+    labels = torch.where(torch.from_numpy(valid), torch.from_numpy(labels).to(dt), torch.tensor(0.5, dtype=dt))
+    keys = torch.from_numpy(keys)
+    step_scale = torch.from_numpy(inv_count).to(dt) * -lr  # per-row mean over occurrences, times the SGD step
+    inv_nv = (1.0 / vf.sum(1).clamp(min=1))[:, None]  # (R, 1)
     W = torch.zeros(M * N + 1, width, dtype=dt)  # D rows or A rows per (client, item); last row: padding sink
     p = p0[torch.from_numpy(order)].clone()
-    if lowrank is not None:
-        row_scale = (lowrank.col_mask * lowrank.grad_scale[:, None]).to(dt)[torch.from_numpy(order)]  # (M, r)
-        Bt = lowrank.B.T.contiguous()
     two_wd = 2.0 * weight_decay
-    logits = torch.zeros(items.shape, dtype=dt)
+    logits = torch.zeros(labels.shape, dtype=dt)
+    if lowrank is not None:
+        # work in the r-dimensional space of A: with e = q + B a,
+        #   x = p.q + (B^T p).a,   dL/da = B^T (g p + 2 wd e) = g B^T p + 2 wd (B^T q + B^T B a)
+        B = lowrank.B.to(dt)
+        BtB = B.T @ B
+        QB = Qi @ B  # (R, Bs, r): B^T q for every slot, once
+        row_scale = (lowrank.col_mask * lowrank.grad_scale[:, None]).to(dt)[torch.from_numpy(order)][:, None, :]
     for t in range(len(n_active)):
         a, r0, r1 = int(n_active[t]), int(offsets[t]), int(offsets[t + 1])
-        it, kt = items[r0:r1], keys[r0:r1]
-        e = Q[it] + (W[kt] if lowrank is None else W[kt] @ Bt)
-        pa = p[:a]
-        x = torch.einsum("mbd,md->mb", e, pa)
+        kt = keys[r0:r1].reshape(-1)
+        rows = W.index_select(0, kt).view(a, -1, width)  # index_select: much faster than W[kt] on CPU
+        pa, qt = p[:a], Qi[r0:r1]
+        if lowrank is None:
+            e = qt + rows
+            x = torch.einsum("mbd,md->mb", e, pa)
+        else:
+            Bp = pa @ B
+            x = torch.einsum("mbd,md->mb", qt, pa) + torch.einsum("mbr,mr->mb", rows, Bp)
         logits[r0:r1] = x
-        g = (torch.sigmoid(x) - labels[r0:r1]) * vf[r0:r1]  # dBCE/dx per sample, 0 on padding
+        g = torch.sigmoid(x).sub_(labels[r0:r1])  # dBCE/dx per sample (0 on padding)
         # user: mean over the batch of (g e + 2 wd p); item rows: mean over a row's occurrences of (g p + 2 wd e)
-        grad_p = torch.einsum("mb,mbd->md", g, e) * inv_nv[r0:r1, None] + two_wd * pa
-        h = (g[..., None] * pa[:, None, :] + two_wd * e) * inv_count[r0:r1, :, None]
-        if lowrank is not None:
-            h = (h @ lowrank.B) * row_scale[:a, None, :]
-        W.index_add_(0, kt.reshape(-1), h.reshape(-1, width), alpha=-lr)
-        pa.sub_(lr * grad_p)
+        if lowrank is None:
+            ge = torch.einsum("mb,mbd->md", g, e)
+            h = torch.einsum("mb,md->mbd", g, pa).add_(e, alpha=two_wd)
+        else:
+            ge = torch.einsum("mb,mbd->md", g, qt) + torch.einsum("mb,mbr->mr", g, rows) @ B.T
+            h = torch.einsum("mb,mr->mbr", g, Bp).add_(QB[r0:r1] + rows @ BtB, alpha=two_wd).mul_(row_scale[:a])
+        grad_p = ge.mul_(inv_nv[r0:r1]).add_(pa, alpha=two_wd)
+        h.mul_(step_scale[r0:r1, :, None])
+        # scatter_add_ (not index_add_, several times slower here); -lr is folded into step_scale
+        W.scatter_add_(0, kt[:, None].expand(-1, width), h.reshape(-1, width))
+        pa.sub_(grad_p, alpha=lr)
     loss_sum = float(((torch.nn.functional.softplus(logits) - labels * logits) * vf).sum())
     back = torch.from_numpy(np.argsort(order))
     update = W[: M * N].view(M, N, width)[back]

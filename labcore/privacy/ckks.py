@@ -18,7 +18,6 @@ was measured and what was scaled.
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -33,109 +32,19 @@ except ImportError as exc:  # pragma: no cover - exercised only on broken instal
 
 from labcore.net.message import Part, bytes_part
 
-ALLOWED_DEGREES = (8192, 16384, 32768)
-# Largest total coefficient-modulus size (bits) that keeps 128-bit security,
-# from SEAL's HE-standard table (CoeffModulus::MaxBitCount, sec_level_type::tc128).
-MAX_COEFF_BITS_128 = {8192: 218, 16384: 438, 32768: 881}
-# SEAL accepts primes of at most 60 bits; below ~20 bits precision is meaningless.
-MIN_PRIME_BITS, MAX_PRIME_BITS = 20, 60
-# Integer headroom required at the last level: first prime >= scale bits + 8,
-# so decrypted values up to |x| < 2**7 = 128 (sign bit + 7 integer bits) are safe.
-MIN_INTEGER_BITS = 8
-MIN_SCALE_BITS = 20
-SECURITY_BITS = 128
-
-
-@dataclass(frozen=True)
-class CkksParams:
-    """CKKS encryption parameters, validated on construction.
-
-    Rules (each violation raises ValueError naming the field):
-      * poly_modulus_degree is one of 8192, 16384, 32768;
-      * coeff_mod_bit_sizes has at least 3 primes (first, >= 1 inner, special):
-        weighted aggregation multiplies by a plaintext weight and rescales once,
-        which consumes one inner prime;
-      * every prime is 20..60 bits (SEAL's limit is 60);
-      * the total is at most SEAL's 128-bit-security maximum for the degree
-        (8192 -> 218, 16384 -> 438, 32768 -> 881 bits);
-      * scale: 20 <= global_scale_bits <= every inner prime. Rescaling divides
-        the scale by an inner prime q, so after a multiplication the scale is
-        2**(2s) / q; with s <= bits(q) it does not grow level after level;
-      * first prime >= global_scale_bits + 8: the decrypted value lives modulo
-        the first prime at the last level, so 8 bits are left for the sign and
-        integer part (|values| < 128), ample for model updates and their means.
-    Security level is always 128 bits (TenSEAL's default; the totals above
-    enforce it).
-    """
-
-    poly_modulus_degree: int = 8192
-    coeff_mod_bit_sizes: tuple[int, ...] = (60, 40, 40, 60)
-    global_scale_bits: int = 40
-
-    def __post_init__(self):
-        object.__setattr__(self, "coeff_mod_bit_sizes", tuple(int(b) for b in self.coeff_mod_bit_sizes))
-        n, mods, s = self.poly_modulus_degree, self.coeff_mod_bit_sizes, self.global_scale_bits
-        if n not in ALLOWED_DEGREES:
-            raise ValueError(
-                f"poly_modulus_degree={n} is not allowed; allowed values: {', '.join(map(str, ALLOWED_DEGREES))}"
-            )
-        if len(mods) < 3:
-            raise ValueError(
-                f"coeff_mod_bit_sizes={mods} needs at least 3 primes (first, at least one inner prime, special): "
-                "weighted aggregation rescales once after the plaintext multiplication"
-            )
-        bad = [b for b in mods if not MIN_PRIME_BITS <= b <= MAX_PRIME_BITS]
-        if bad:
-            raise ValueError(
-                f"coeff_mod_bit_sizes={mods}: every prime must have {MIN_PRIME_BITS}..{MAX_PRIME_BITS} bits, got {bad}"
-            )
-        total, limit = sum(mods), MAX_COEFF_BITS_128[n]
-        if total > limit:
-            raise ValueError(
-                f"coeff_mod_bit_sizes={mods} totals {total} bits, above the 128-bit-security maximum of "
-                f"{limit} bits for poly_modulus_degree={n} (limits: 8192->218, 16384->438, 32768->881)"
-            )
-        inner = mods[1:-1]
-        if s < MIN_SCALE_BITS:
-            raise ValueError(f"global_scale_bits={s} is too small; it must be >= {MIN_SCALE_BITS}")
-        if s > min(inner):
-            raise ValueError(
-                f"global_scale_bits={s} overflows: it must be <= every inner prime of coeff_mod_bit_sizes "
-                f"(smallest inner prime: {min(inner)} bits), otherwise the scale grows at each rescale"
-            )
-        if mods[0] < s + MIN_INTEGER_BITS:
-            raise ValueError(
-                f"global_scale_bits={s} overflows: the first prime of coeff_mod_bit_sizes ({mods[0]} bits) must be "
-                f">= global_scale_bits + {MIN_INTEGER_BITS} to leave room for the integer part of the values"
-            )
-
-    @property
-    def slots(self) -> int:
-        return self.poly_modulus_degree // 2
-
-    @property
-    def scale(self) -> float:
-        return float(2**self.global_scale_bits)
-
-    @property
-    def security_bits(self) -> int:
-        return SECURITY_BITS
-
-    def n_ciphertexts(self, n_values: int) -> int:
-        return max(1, math.ceil(n_values / self.slots))
-
-    @classmethod
-    def precise(cls, poly_modulus_degree: int = 8192) -> "CkksParams":
-        """(60, 50, 60) with scale 2**50: ~1000x less error than the default.
-
-        CKKS error after encryption plus one plaintext multiplication and rescale
-        is an absolute error of roughly sqrt(N) * 2**-scale_bits (about 1e-8 at
-        2**40, N=8192). On weighted means of values ~1e-2 that is ~1e-6
-        relative; each extra scale bit halves it, so 2**50 gives ~1e-9. The first
-        prime (60) still leaves 10 integer bits (|values| < 512). With one inner
-        prime the fresh ciphertext also carries one prime fewer (smaller bytes).
-        """
-        return cls(poly_modulus_degree, (60, 50, 60), 50)
+# Parameter rules live in params.py (no TenSEAL import), re-exported here.
+from .params import (  # noqa: E402,F401
+    ALLOWED_DEGREES,
+    MAX_COEFF_BITS_128,
+    MAX_PRIME_BITS,
+    MIN_INTEGER_BITS,
+    MIN_PRIME_BITS,
+    MIN_SCALE_BITS,
+    SECURITY_BITS,
+    CkksParams,
+    check_ckks,
+    default_chain,
+)
 
 
 @dataclass

@@ -17,10 +17,13 @@ was scaled is stated per row (`basis`, `extrapolated`).
 
 On the paper's CKKS sizes (an inference from their numbers, not a statement
 of the paper): 3,073 KB per CoLR block and FedMF = 8 blocks (24,587 KB) for
-237,184 values fit blocks of ~32,768 values of ~3 MB, e.g. degree 32768 with
-6 primes uncompressed (2 x 32768 x 6 x 8 B = 3,072 KB), not the default
-degree-8192 setting measured here (~331 KB per 4,096 values). The step
-structure (size constant while r*N fits one block) is the same.
+237,184 values fit blocks of ~32,768 values of ~3 MB. 3,072 KB is the
+uncompressed size of a degree-32768 ciphertext with 6 primes (2 x 32768 x 6 x
+8 B), which holds 16,384 values in TenSEAL, so the paper's blocks either held
+twice that or its sizes are per pair of ciphertexts; the paper does not say. The step
+structure (size constant while r*N fits one block) is the same; `TABLE3_PARAMS`
+(N=32768, the largest degree SEAL allows at 128-bit security) shows it, one rank
+earlier than the paper (TABLE3_SETTINGS says so beside the paper's numbers).
 """
 from __future__ import annotations
 
@@ -170,17 +173,21 @@ def _frac_label(f: float) -> str:
     return f"{int(round(num))}/64" if abs(num - round(num)) < 1e-9 else f"{f:.4g}"
 
 
-def _ckks_row(method: str, n_values: int, params: CkksParams, n_clients: int, real_max_ct: int) -> dict:
+def _ckks_row(method: str, n_values: int, params: CkksParams, n_clients: int, real_max_ct: int,
+              real_clients: int) -> dict:
     c = ckks_costs(n_values, params)
     n_ct = c["n_ciphertexts"]
     if n_ct <= real_max_ct:
         rng = np.random.default_rng(n_values)
         X = rng.normal(0.0, _VALUE_STD, (n_clients, n_values))
-        _, rep = CkksAggregator(params).aggregate(X, np.full(n_clients, 1.0 / n_clients))
+        _, rep = CkksAggregator(params, max_real_clients=real_clients).aggregate(X, np.full(n_clients, 1.0 / n_clients))
         client_s, server_s = rep.client_overhead_s, rep.server_aggregate_s
         ct_bytes = rep.ciphertext_bytes_per_client
-        basis = f"measured: real CKKS round, {n_clients} clients x {n_ct} ciphertexts"
-        extrap = False
+        m = rep.n_real_clients
+        basis = (f"measured: real CKKS round, {m} clients x {n_ct} ciphertexts"
+                 + (f"; server time scaled to {n_clients} clients from the measured per-(client, ciphertext) cost"
+                    if m < n_clients else ""))
+        extrap = m < n_clients
     else:
         client_s = c["encrypt_s"] + c["decrypt_s"]
         server_s = n_clients * c["add_s"]
@@ -211,21 +218,40 @@ def _row(method, scheme, n_values, client_s, server_s, ct_bytes, pt_bytes, n_ct,
     }
 
 
+# Our Table 3 CKKS setting: SEAL's largest degree at 128-bit security (16,384 values per ciphertext) with the
+# short precise chain, so that CoLR's ciphertext size shows the paper's steps (see TABLE3_SETTINGS).
+TABLE3_PARAMS = CkksParams.precise(32768)
+TABLE3_CLIENTS = 60  # ML-1M clients per round in CoLR's setting (1% of 6,040 users)
+ML1M_ITEMS, ML1M_DIM = 3706, 64
+
+TABLE3_SETTINGS = (
+    "Paper (CoLR Table 3, ML-1M, d=64): CKKS for FedMF and CoLR, Paillier per value for Top-K; HE parameters and "
+    "clients per round are not stated. Its sizes imply blocks of ~32,768 values of 3,073 KB each (FedMF = 8 "
+    "blocks, CoLR@1..8 one block, CoLR@16 two, CoLR@32 four). Ours: CKKS N=32768 (16,384 values per ciphertext), "
+    "q=(60, 50, 60) bits, scale 2^50, 128-bit security, TenSEAL serialization (compressed); Paillier 2048-bit "
+    "keys; 60 clients per round (1% of ML-1M users); float32 plaintext (+ int32 indices for Top-K). SEAL's "
+    "largest degree at 128-bit security holds 16,384 values, so our steps come one rank earlier: CoLR@1..4 one "
+    "ciphertext, @8 two, @16 four, @32 eight."
+)
+
+
 def table3_rows(
-    n_items: int = 3706,
-    d: int = 64,
+    n_items: int = ML1M_ITEMS,
+    d: int = ML1M_DIM,
     ranks=(1, 2, 4, 8, 16, 32),
     topk_fracs=(1 / 64, 2 / 64, 4 / 64, 8 / 64, 16 / 64),
-    params: CkksParams = CkksParams(),
+    params: CkksParams = TABLE3_PARAMS,
     paillier_key_length: int | None = None,
-    n_clients: int = 8,
+    n_clients: int = TABLE3_CLIENTS,
     smoke: bool = False,
     paillier_sample: int | None = None,
     real_max_ciphertexts: int | None = None,
     real_max_paillier_values: int | None = None,
+    real_clients: int | None = None,
 ) -> list[dict]:
     """CoLR Table 3 rows: FedMF (CKKS over N*d), TopK@f (Paillier over k = f*N*d values
-    + clear int32 indices), CoLR@r (CKKS over r*N values).
+    + clear int32 indices), CoLR@r (CKKS over r*N values). Defaults: ML-1M sizes, our
+    parameters of TABLE3_SETTINGS.
 
     Columns: client overhead (encrypt + decrypt, one client, s), server
     overhead (aggregate n_clients uploads, s), ciphertext KB (one client's
@@ -234,15 +260,17 @@ def table3_rows(
     not state its clients per round; n_clients is ours.
 
     CKKS rows with <= real_max_ciphertexts ciphertexts per client run a real
-    round (CkksAggregator); larger ones are extrapolated from the calibrated
-    per-ciphertext cost (bytes still measured). Paillier rows run a real round
-    when k <= real_max_paillier_values; otherwise per-value costs are measured
-    on paillier_sample values and scaled linearly by k (labelled).
+    round (CkksAggregator) with `real_clients` clients encrypted for real and
+    the server time scaled to n_clients; larger ones are extrapolated from the
+    calibrated per-ciphertext cost (bytes still measured). Paillier rows run a
+    real round when k <= real_max_paillier_values; otherwise per-value costs are
+    measured on paillier_sample values and scaled linearly by k (labelled).
 
     smoke=True: 1024-bit Paillier key (unless given), 4-value sample, real CKKS
-    rounds only up to 2 ciphertexts, no real Paillier rounds: a few seconds.
-    Defaults otherwise: 2048-bit key, 32-value sample, real CKKS up to 64
-    ciphertexts per client, real Paillier rounds up to 64 values.
+    rounds only up to 2 ciphertexts with 2 real clients, no real Paillier
+    rounds: a few seconds. Defaults otherwise: 2048-bit key, 32-value sample,
+    real CKKS up to 64 ciphertexts per client with 4 real clients, real
+    Paillier rounds up to 64 values.
     """
     from .paillier import DEFAULT_KEY_LENGTH, PaillierAggregator, per_value_costs
 
@@ -250,7 +278,8 @@ def table3_rows(
     sample = paillier_sample or (4 if smoke else 32)
     real_ct = real_max_ciphertexts if real_max_ciphertexts is not None else (2 if smoke else 64)
     real_pv = real_max_paillier_values if real_max_paillier_values is not None else (0 if smoke else 64)
-    rows = [_ckks_row("FedMF", n_items * d, params, n_clients, real_ct)]
+    real_m = real_clients if real_clients is not None else (2 if smoke else 4)
+    rows = [_ckks_row("FedMF", n_items * d, params, n_clients, real_ct, real_m)]
 
     pv = per_value_costs(key_length, sample)
     for f in topk_fracs:
@@ -260,11 +289,13 @@ def table3_rows(
             rng = np.random.default_rng(k)
             vals = rng.normal(0.0, _VALUE_STD, (n_clients, k))
             idx = np.stack([rng.choice(n_items * d, k, replace=False) for _ in range(n_clients)])
-            _, rep = PaillierAggregator(key_length).aggregate(vals, idx, np.full(n_clients, 1.0 / n_clients), n_items * d)
+            _, rep = PaillierAggregator(key_length, max_real_clients=real_m).aggregate(
+                vals, idx, np.full(n_clients, 1.0 / n_clients), n_items * d)
             client_s, server_s = rep.client_overhead_s, rep.server_aggregate_s
             ct_bytes = rep.upload_bytes_per_client
-            basis = f"measured: real Paillier round, {n_clients} clients x {k} values, {key_length}-bit key"
-            extrap = False
+            basis = (f"measured: real Paillier round, {rep.n_real_clients} clients x {k} values, {key_length}-bit key"
+                     + (f"; server time scaled to {n_clients} clients" if rep.extrapolated else ""))
+            extrap = rep.extrapolated
         else:
             client_s = k * (pv["encrypt_s"] + pv["decrypt_s"])
             server_s = n_clients * k * pv["server_s"]
@@ -278,7 +309,7 @@ def table3_rows(
         rows.append(_row(method, "paillier", k, client_s, server_s, ct_bytes, 8 * k, k, basis, extrap))
 
     for r in ranks:
-        rows.append(_ckks_row(f"CoLR@{r}", r * n_items, params, n_clients, real_ct))
+        rows.append(_ckks_row(f"CoLR@{r}", r * n_items, params, n_clients, real_ct, real_m))
     return rows
 
 
@@ -298,18 +329,43 @@ def format_table3(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def table3_frame(rows: list[dict] | None = None, **kwargs):
+    """Table 3 as a DataFrame, ours beside the paper's; `rows` from table3_rows (else table3_rows(**kwargs)).
+
+    df.attrs["settings"] states our parameters and the paper's (TABLE3_SETTINGS,
+    or the parameters given).
+    """
+    import pandas as pd
+
+    rows = table3_rows(**kwargs) if rows is None else rows
+    out = []
+    for r in rows:
+        p = r["paper"] or {}
+        out.append({"method": r["method"], "scheme": r["scheme"], "values": r["n_values"],
+                    "ciphertexts": r["n_ciphertexts"], "client_s": r["client_s"], "server_s": r["server_s"],
+                    "ciphertext_kb": r["ciphertext_kb"], "plaintext_kb": r["plaintext_kb"], "ratio": r["ratio"],
+                    **{f"paper_{k}": p.get(k, float("nan")) for k in _PAPER_KEYS},
+                    "extrapolated": r["extrapolated"], "basis": r["basis"]})
+    df = pd.DataFrame(out)
+    params = kwargs.get("params", TABLE3_PARAMS)
+    df.attrs["settings"] = TABLE3_SETTINGS if params == TABLE3_PARAMS else (
+        f"{params.describe()}; {kwargs.get('n_clients', TABLE3_CLIENTS)} clients per round. " + TABLE3_SETTINGS.split(" Ours:")[0])
+    return df
+
+
 def main(argv=None) -> None:
-    """Print Table 3: python -m labcore.privacy.costs [--smoke] [--degree 8192] [--clients 8]."""
+    """Print Table 3: python -m labcore.privacy.costs [--smoke] [--degree 32768] [--clients 60]."""
     import argparse
 
     ap = argparse.ArgumentParser(description="CoLR Table 3 with measured CKKS / Paillier costs")
     ap.add_argument("--smoke", action="store_true", help="a few seconds: 1024-bit Paillier, small samples")
-    ap.add_argument("--degree", type=int, default=8192, choices=(8192, 16384, 32768))
-    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--degree", type=int, default=TABLE3_PARAMS.poly_modulus_degree, choices=(8192, 16384, 32768))
+    ap.add_argument("--clients", type=int, default=TABLE3_CLIENTS)
     ap.add_argument("--key-length", type=int, default=None)
     a = ap.parse_args(argv)
-    params = CkksParams(a.degree, (60, 40, 40, 60), 40)
+    params = CkksParams.precise(a.degree)
     rows = table3_rows(params=params, n_clients=a.clients, smoke=a.smoke, paillier_key_length=a.key_length)
+    print(TABLE3_SETTINGS if params == TABLE3_PARAMS else params.describe())
     print(format_table3(rows))
     for r in rows:
         print(f"{r['method']}: {r['basis']}")
