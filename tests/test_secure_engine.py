@@ -49,7 +49,8 @@ def _one_round(cfg, data):
     (dict(ckks_scale_bits=50, ckks_coeff_bits=(60, 40, 60)), r"ckks_scale_bits=50 overflows.*inner prime"),
     (dict(ckks_coeff_bits=(60, 60)), r"ckks_coeff_bits=\(60, 60\) needs at least 3 primes"),
     (dict(ckks_coeff_bits=[60, "x", 60]), r"ckks_coeff_bits=.*tuple of prime sizes"),
-    (dict(paillier_key_bits=1000), r"paillier_key_bits=1000 .*multiple of 256"),
+    (dict(paillier_key_bits=1000), r"paillier_key_bits=1000 .*1024..8192"),
+    (dict(paillier_key_bits=1100), r"paillier_key_bits=1100 .*multiple of 256"),
 ])
 def test_invalid_encryption_settings_name_the_field(bad, message):
     with pytest.raises(ConfigError, match=message):
