@@ -61,18 +61,30 @@ class FedMF:
     def setup_round(self, round_idx: int, n_clients: int, gen: torch.Generator) -> RoundSetup:
         return RoundSetup()
 
+    # How an item-table update (M, N, d) travels. FedMF: as it is. SVD / Top-K override
+    # these two and inherit the four message steps below.
+    def encode(self, X: torch.Tensor) -> list[Wire]:
+        return [Wire("delta_Q", "values", X.reshape(X.shape[0], -1))]
+
+    def decode(self, wires: dict[str, Wire]) -> torch.Tensor:
+        w = wires["delta_Q"].data
+        return w.view(w.shape[0], self.n_items, self.d)
+
+    def _down_codec(self):
+        """Compressors also compress the downlink unless compress_down is off."""
+        return self if self.cfg.compress_down else FedMF(self.cfg, self.n_items)
+
     # client -> server
     def uplink(self, local: LocalResult, setup: RoundSetup) -> list[Wire]:
-        return [Wire("delta_Q", "values", local.update.reshape(local.update.shape[0], -1))]
+        return self.encode(local.update)
 
     def decode_uplink(self, wires: dict[str, Wire], setup: RoundSetup) -> torch.Tensor:
         """Per-client updates in the space the server averages: (M, N, k)."""
-        w = wires["delta_Q"].data
-        return w.view(w.shape[0], self.n_items, -1)
+        return self.decode(wires)
 
     # server -> clients
     def downlink(self, aggregate: torch.Tensor, setup: RoundSetup) -> list[Wire]:
-        return [Wire("delta_Q", "values", aggregate.reshape(1, -1))]
+        return self._down_codec().encode(aggregate[None])
 
     def apply_downlink(self, Q: torch.Tensor, wires: dict[str, Wire], setup: RoundSetup) -> torch.Tensor:
-        return Q + wires["delta_Q"].data.view(self.n_items, self.d)
+        return Q + self._down_codec().decode(wires)[0]
