@@ -77,7 +77,7 @@ class RunConfig:
     ckks_coeff_bits: tuple = ()  # coefficient modulus primes (bits); () = (60, ckks_scale_bits, 60)
     paillier_key_bits: int = 2048
     he_real_clients: int = 2  # clients per round encrypted for real; the others' costs are scaled from them
-    he_real_values: int = 8  # Paillier: values per real client encrypted for real (cost is linear in k)
+    he_real_values: int = 4  # Paillier: values per real client encrypted for real (cost is linear in k)
     # reproducibility and bookkeeping
     seed: int = 0
     checkpoint_every: int = 50

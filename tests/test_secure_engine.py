@@ -73,7 +73,7 @@ def test_encryption_settings_round_trip_and_only_change_the_key_when_used():
                                                  ("scolr", "item_mean"), ("scolr", "weighted")])
 def test_ckks_aggregate_equals_plaintext_within_1e6(tiny, method, aggregation):
     """Every client encrypted for real: the decrypted aggregate (as applied to Q) matches the plain run's."""
-    cfg = RunConfig(method=method, aggregation=aggregation, rank=4, **{**FAST, "rank": 4})
+    cfg = RunConfig(method=method, aggregation=aggregation, **{**FAST, "rank": 4})
     _, _, plain = _one_round(cfg, tiny)
     sim, row, enc = _one_round(cfg.replace(encryption="ckks", he_real_clients=8), tiny)
     assert row["he_check_err"] < 1e-6 and not row["he_extrapolated"]
@@ -119,7 +119,7 @@ def test_training_with_ckks_ends_within_0005_hr_of_plaintext():
     from labcore.data import load_dataset
 
     data = load_dataset("synthetic", size="small", seed=0)
-    cfg = RunConfig(method="colr", rank=4, dim=16, clients_per_round=20, rounds=30, eval_every=30, rank_every=0)
+    cfg = RunConfig(method="colr", rank=4, dim=16, clients_per_round=30, rounds=60, eval_every=60, rank_every=0)
     plain = run(cfg, data=data, use_cache=False, progress=False)
     enc = run(cfg.replace(encryption="ckks"), data=data, use_cache=False, progress=False)
     assert plain.final["hr"] > 0.2  # it learned something
@@ -130,7 +130,7 @@ def test_training_with_ckks_ends_within_0005_hr_of_plaintext():
 def test_ckks_headroom_overflow_is_a_clear_error(tiny):
     cfg = RunConfig(method="fedmf", encryption="ckks", ckks_scale_bits=52, lr=1e4, **FAST)  # |x| < 2**7
     sim = Simulation(cfg, tiny)
-    with pytest.raises(ValueError, match="exceed the CKKS headroom"):
+    with pytest.raises(ValueError, match="exceed the CKKS headroom|NaN or inf"):
         for _ in range(3):
             sim.step()
 
@@ -220,9 +220,10 @@ needs_ml1m = pytest.mark.skipif(shared_data() is None or not (shared_data() / "m
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 @needs_ml1m
 def test_ml1m_colr4_with_ckks_ends_within_0005_hr_of_plaintext():
-    """CoLR@4, the paper's ML-1M settings, 1000 rounds (~2 min plain + ~4 min with CKKS on 2 cores)."""
+    """CoLR@4, the paper's ML-1M settings, 1000 rounds (~3 min plain + ~5 min with CKKS on 2 idle cores)."""
     cfg = paper_ml1m(method="colr", rank=4)
     plain = run(cfg, use_cache=False, progress=False)
     enc = run(cfg.replace(encryption="ckks"), use_cache=False, progress=False)
@@ -231,8 +232,10 @@ def test_ml1m_colr4_with_ckks_ends_within_0005_hr_of_plaintext():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 @needs_ml1m
 def test_ml1m_attack_plain_ckks_secagg():
+    """2 rounds x 60 clients each, every client protected for real (~2.5 min, secagg's key agreement dominates)."""
     cfgs = [paper_ml1m(method="fedmf"), paper_ml1m(method="colr", rank=4),
             paper_ml1m(method="colr", rank=4, encryption="ckks"), paper_ml1m(method="colr", rank=4, encryption="secagg")]
     res = [curious_server(c, rounds=2) for c in cfgs]

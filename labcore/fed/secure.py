@@ -223,7 +223,9 @@ class SecureMod:
         from ..privacy.ckks import decrypt_aggregate, encrypt_update
 
         M, p = len(segs), self.params
-        peak = max(float(np.max(np.abs(v))) for s in segs for v in s.values())
+        peak = float(np.max([np.max(np.abs(v)) for s in segs for v in s.values()]))  # NaN propagates
+        if not np.isfinite(peak):
+            raise ValueError(f"round {t}: the updates contain NaN or inf (training diverged); CKKS cannot encrypt them")
         if peak >= p.max_abs_value:
             raise ValueError(f"round {t}: update values up to {peak:.3g} exceed the CKKS headroom |x| < "
                              f"{p.max_abs_value:g} (first prime {p.coeff_mod_bit_sizes[0]} bits, scale "

@@ -5,7 +5,9 @@ Schemes (selected by name in the engine configuration):
   * "paillier" - per-value Paillier encryption of Top-K values, indices in clear  (paillier.py)
   * "secagg"   - exact secure aggregation with pairwise masks and dropout recovery  (secagg.py)
   * "chain"    - STTFedRec's circular secret-sharing chain  (chain.py)
-attacks.py runs the item-recovery attack on plain and protected views;
+params.py holds the CKKS parameter rules (no TenSEAL import: the run configuration uses them);
+attacks.py runs the item-recovery attack on plain and protected views, server_attack.py
+on what the server receives in engine runs (labcore.fed.secure plugs the schemes into the engine);
 costs.py is the CKKS cost explorer and CoLR's Table 3.
 
 Modules are imported lazily so that importing labcore.privacy does not load
@@ -27,8 +29,10 @@ def check_scheme(name: str) -> str:
 
 
 _EXPORTS = {
+    # params (pure Python)
+    "CkksParams": "params",
+    "check_ckks": "params",
     # ckks
-    "CkksParams": "ckks",
     "CkksContext": "ckks",
     "CkksAggregator": "ckks",
     "CkksRoundReport": "ckks",
@@ -65,9 +69,14 @@ _EXPORTS = {
     "topk_index_leak": "attacks",
     "server_view_rows": "attacks",
     "attack_protected_view": "attacks",
+    "curious_server": "server_attack",
+    "attack_summary": "server_attack",
     # costs
     "ckks_costs": "costs",
     "table3_rows": "costs",
+    "table3_frame": "costs",
+    "TABLE3_PARAMS": "costs",
+    "TABLE3_SETTINGS": "costs",
     "format_table3": "costs",
     "PAPER_TABLE3": "costs",
 }
