@@ -1,4 +1,4 @@
-"""Command line: `labcore run ...`, `labcore table2 ...`, `labcore datasets`.
+"""Command line: `labcore run ...`, `labcore table2 ...`, `labcore figure ...`, `labcore datasets`.
 
 Every RunConfig field is an option (`--rank 4`, `--bandwidth-tiers '[[0.5,1,1],[0.5,0.2,0.2]]'`).
 """
@@ -66,6 +66,78 @@ def cmd_table2(ns) -> int:
     return 0
 
 
+def _print_card_result(card, res, quiet: bool) -> None:
+    import pandas as pd
+
+    cmp = card.compare(res.ours, res.paper)
+    with pd.option_context("display.max_colwidth", 70, "display.width", 200):
+        print(cmp.to_string(index=False))
+        if not quiet:
+            cols = [c for c in card.columns if c in res.ours.columns]
+            print()
+            print(res.ours[cols].to_string(index=False, max_rows=40, float_format=lambda v: f"{v:.4g}"))
+    state = "within tolerance" if res.within_tolerance else "NOT within tolerance"
+    print(f"{card.id} [{res.size}]: {state} ({card.tolerance_text}); {res.runtime_s:.1f} s")
+
+
+def cmd_figure(ns) -> int:
+    from . import figures
+
+    if ns.report:
+        from .figures.report import markdown
+
+        print(markdown(prefix=ns.card if ns.card and ns.card != "all" else ""), end="")
+        return 0
+    if ns.list or not ns.card:
+        for c in figures.list_cards():
+            st = figures.stored(c.id) if ns.list else None
+            mark = "" if st is None else f"  [stored: {'ok' if st.within_tolerance else 'differs'}]"
+            print(f"{c.id:<22} {c.kind:<6} {c.title}{mark}")
+        if not ns.list:
+            print("\nlabcore figure <id> [--full] [--save]   |   labcore figure all --full --save")
+        return 0
+    if ns.card == "all" or "*" in ns.card:  # every card, or those matching a pattern such as 'colr-*'
+        import fnmatch
+
+        pattern = "*" if ns.card == "all" else ns.card
+        ids = [c.id for c in figures.list_cards() if fnmatch.fnmatch(c.id, pattern)]
+        if not ids:
+            raise ValueError(f"no figure card matches {pattern!r}; valid ids: {', '.join(figures.card_ids())}")
+        ids.sort(key=lambda i: "pinterest" in i)  # the long Pinterest runs last
+    else:
+        ids = [figures.get(ns.card).id]
+    size = "full" if ns.full else "smoke"
+    if ns.save and size != "full":
+        raise ValueError("--save writes results/<id>.csv for full-size reproductions only: add --full")
+    for cid in ids:
+        card = figures.get(cid)
+        if ns.stored:
+            res = figures.stored(cid)
+            if res is None:
+                print(f"{cid}: no stored result in {figures.results_dir()} (labcore figure {cid} --full --save)")
+                continue
+        else:
+            print(card.describe() if not ns.quiet else card.id, flush=True)
+            try:
+                res = figures.reproduce(cid, size=size, progress=not ns.quiet)
+            except Exception as e:  # with 'all', one failing card must not lose the others' results
+                if len(ids) == 1:
+                    raise
+                print(f"{cid}: failed: {type(e).__name__}: {e}\n", flush=True)
+                continue
+        _print_card_result(card, res, ns.quiet)
+        if ns.html != "none":
+            out = Path(ns.html or f"{cid}.html") if len(ids) == 1 else Path(ns.html or ".") / f"{cid}.html"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            res.figure.write_html(out, include_plotlyjs="cdn")
+            print(f"  plot: {out}")
+        if ns.save and not ns.stored:
+            path = figures.save(res, command=f"labcore figure {cid} --full --save")
+            print(f"  saved: {path} (+ .json)")
+        print(flush=True)
+    return 0
+
+
 def cmd_datasets(ns) -> int:
     from .config import DATASETS
 
@@ -90,6 +162,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ranks", default="1,2,4,8,16,32")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(fn=cmd_table2)
+    p = sub.add_parser("figure", help="reproduce a paper figure or table (CoLR Fig. 2-5, Tables 2-4) beside the "
+                                      "paper's numbers")
+    p.add_argument("card", nargs="?", help="card id (see --list), a pattern such as 'colr-*', or 'all'")
+    p.add_argument("--list", action="store_true", help="list the cards (and whether a stored full result exists)")
+    p.add_argument("--full", action="store_true", help="the real reproduction (paper datasets and settings); "
+                                                      "default: the smoke size (synthetic data, seconds)")
+    p.add_argument("--save", action="store_true", help="with --full: write results/<id>.csv and .json")
+    p.add_argument("--stored", action="store_true", help="show the committed full-size result instead of running")
+    p.add_argument("--report", action="store_true",
+                   help="print the reproduction table (markdown) of the stored results (card: an id prefix, "
+                        "e.g. colr-)")
+    p.add_argument("--html", help="where to write the plot (default ./<id>.html; a folder with 'all'; 'none': no plot)")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(fn=cmd_figure)
     p = sub.add_parser("datasets", help="list datasets and where they are looked up")
     p.set_defaults(fn=cmd_datasets)
     ns = ap.parse_args(argv)

@@ -66,3 +66,150 @@ def round_time(results: Sequence[Result], labels: Sequence[str] | None = None) -
     fig = px.bar(pd.DataFrame(rows), x="run", y="minutes", color="part", barmode="stack")
     fig.update_layout(legend_title_text="", margin=dict(l=40, r=10, t=30, b=40))
     return fig
+
+
+# --- the app's live views (also usable from notebooks) -------------------------------------------------------
+
+_PANEL_X = (("round", "round"), ("cum_bytes", "cumulative bytes (log)"), ("wallclock", "simulated wall-clock (s)"))
+
+
+def metric_panel(results: Sequence[Result], y: str = "hr", labels: Sequence[str] | None = None,
+                 dashed: Sequence[int] = ()) -> go.Figure:
+    """One metric against rounds, cumulative bytes and simulated wall-clock, side by side (shared y axis).
+
+    A lighter cousin of `metric_curves` (plain graph objects, one figure), made to be redrawn while a run
+    streams. `dashed`: indices of the runs drawn with dashed lines (e.g. a baseline).
+    """
+    from plotly.colors import DEFAULT_PLOTLY_COLORS
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=3, shared_yaxes=True, horizontal_spacing=0.03,
+                        subplot_titles=[t for _, t in _PANEL_X])
+    for i, r in enumerate(results):
+        t = r.table.dropna(subset=[y]) if y in r.table else r.table.iloc[:0]
+        name = labels[i] if labels else r.config.describe()
+        color = DEFAULT_PLOTLY_COLORS[i % len(DEFAULT_PLOTLY_COLORS)]
+        line = dict(color=color, dash="dash" if i in dashed else "solid")
+        for c, (x, _) in enumerate(_PANEL_X, start=1):
+            fig.add_trace(go.Scatter(x=t[x], y=t[y], mode="lines+markers", name=name, legendgroup=name,
+                                     showlegend=(c == 1), line=line, marker=dict(size=4)), row=1, col=c)
+    fig.update_xaxes(type="log", row=1, col=2)
+    fig.update_yaxes(title_text=Y_LABELS.get(y, y), row=1, col=1)
+    fig.update_layout(margin=dict(l=50, r=10, t=40, b=40), legend=dict(orientation="h", y=-0.18), height=360)
+    return fig
+
+
+def round_breakdown(result: Result) -> go.Figure:
+    """Simulated time of every round, split into communication and computation (stacked), in seconds."""
+    t = result.table
+    fig = go.Figure([go.Bar(x=t["round"], y=t["t_comm"], name="communication"),
+                     go.Bar(x=t["round"], y=t["t_comp"], name="computation")])
+    fig.update_layout(barmode="stack", bargap=0, xaxis_title="round", yaxis_title="seconds (slowest client)",
+                      margin=dict(l=50, r=10, t=30, b=40), legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+def tradeoff(results: Sequence[Result], groups: Sequence[str], y: str = "hr",
+             dashed: Sequence[str] = ()) -> go.Figure:
+    """Final metric against bytes per client per round (up + down), one line per group (CoLR Fig. 3 / 4 form).
+
+    x is log scaled as in the paper; `dashed` groups (e.g. FedMF at smaller d) are drawn as a dashed baseline.
+    """
+    rows = []
+    for r, g in zip(results, groups):
+        t = r.table
+        ev = t.dropna(subset=[y]) if y in t else t.iloc[:0]
+        if not len(ev):
+            continue
+        rows.append({"group": g, "run": r.config.describe(), y: float(ev[y].iloc[-1]),
+                     "bytes": float((t["bytes_up_client"] + t["bytes_down_client"]).mean())})
+    df = pd.DataFrame(rows, columns=["group", "run", y, "bytes"])
+    fig = go.Figure()
+    for g in dict.fromkeys(groups):
+        d = df[df["group"] == g].sort_values("bytes")
+        fig.add_trace(go.Scatter(x=d["bytes"], y=d[y], name=g, text=d["run"], mode="lines+markers",
+                                 line=dict(dash="dash", color="black") if g in dashed else None,
+                                 hovertemplate="%{text}<br>%{x:.3s} B<br>%{y:.4f}<extra></extra>"))
+    fig.update_layout(xaxis_type="log", xaxis_title="bytes per client per round (up + down, log)",
+                      yaxis_title=Y_LABELS.get(y, y), margin=dict(l=50, r=10, t=30, b=40))
+    return fig
+
+
+def ckks_sizes(table: pd.DataFrame, x: str = "rank") -> go.Figure:
+    """Ciphertext and plaintext size of one upload against `x` (columns ciphertext_bytes, plaintext_bytes, method).
+
+    CKKS packs N/2 values per ciphertext, so the ciphertext size is a staircase while the plaintext grows
+    linearly: the step structure of CoLR's Table 3.
+    """
+    fig = go.Figure()
+    for m, d in table.groupby("method", sort=False):
+        d = d.sort_values(x)
+        fig.add_trace(go.Scatter(x=d[x], y=d["ciphertext_bytes"] / 1024, name=f"{m}: ciphertext",
+                                 mode="lines+markers", line_shape="hv"))
+        fig.add_trace(go.Scatter(x=d[x], y=d["plaintext_bytes"] / 1024, name=f"{m}: plaintext (float32)",
+                                 mode="lines+markers", line=dict(dash="dot")))
+    fig.update_layout(xaxis_title=x, yaxis_title="KB per client upload", yaxis=dict(type="log", dtick=1),
+                      margin=dict(l=50, r=10, t=30, b=40))
+    return fig
+
+
+def attack_bars(summary: pd.DataFrame) -> go.Figure:
+    """Item-recovery precision per view of the server against chance (attack_summary's table)."""
+    s = summary.copy()
+    s["label"] = s["encryption"] + ": " + s["view"]
+    fig = go.Figure([go.Bar(x=s["label"], y=s["precision"], name="attack precision"),
+                     go.Bar(x=s["label"], y=s["recall"], name="attack recall"),
+                     go.Bar(x=s["label"], y=s["base_rate"], name="chance (base rate)")])
+    fig.update_layout(barmode="group", yaxis_title="share of items", yaxis_range=[0, 1.05],
+                      margin=dict(l=50, r=10, t=30, b=40))
+    return fig
+
+
+# --- the lab notebooks' views (labs/) ----------------------------------------------------------------------
+
+def variance_spectrum(ratios, labels: Sequence[str] | None = None, max_clients: int = 12) -> go.Figure:
+    """Variance of client updates left unexplained by the first k PCA components, against k (log scale).
+
+    `ratios` (M, d): explained-variance ratios per client, descending (labcore.metrics.explained_variance_ratios).
+    A client's line crosses the dotted 10% and 1% lines at its N90 and N99 (CoLR Fig. 2's measure); the log
+    scale shows how far below them the rest of the spectrum lies.
+    """
+    import math
+
+    import numpy as np
+
+    r = np.asarray(ratios, dtype=float)
+    r = r[~np.isnan(r[:, 0])][:max_clients]
+    fig = go.Figure()
+    for i, row in enumerate(r):
+        name = labels[i] if labels else f"client {i}"
+        left = np.clip(1.0 - np.cumsum(row[:-1]), 1e-12, 1.0)  # k = 0 .. d-1 (at k = d nothing is left)
+        fig.add_trace(go.Scatter(x=np.arange(0, row.size), y=np.concatenate([[1.0], left]), mode="lines+markers",
+                                 name=name, marker=dict(size=4)))
+    for share, label in ((0.1, "10% left: N90"), (0.01, "1% left: N99")):
+        fig.add_hline(y=share, line=dict(dash="dot", color="gray"))
+        # on a log axis annotation positions are in log10 units
+        fig.add_annotation(x=1, xref="paper", xanchor="right", y=math.log10(share), yref="y", yshift=9,
+                           text=label, showarrow=False, font=dict(color="gray"))
+    fig.update_layout(xaxis_title="PCA components kept (k)", yaxis_title="variance left unexplained",
+                      yaxis_type="log", yaxis_exponentformat="power", margin=dict(l=50, r=10, t=30, b=40))
+    return fig
+
+
+def link_times(results: Sequence[Result], labels: Sequence[str] | None = None) -> go.Figure:
+    """Mean seconds per round one client spends downloading and uploading (S/B on each link), per run.
+
+    Runs with bandwidth tiers are shown at the base bandwidths (bw_down, bw_up) of their config.
+    """
+    from .net.wallclock import MB
+
+    rows = []
+    for i, r in enumerate(results):
+        name = labels[i] if labels else r.config.describe()
+        t, c = r.table, r.config
+        rows += [{"run": name, "link": "downlink", "seconds": float(t["bytes_down_client"].mean()) / MB / c.bw_down},
+                 {"run": name, "link": "uplink", "seconds": float(t["bytes_up_client"].mean()) / MB / c.bw_up}]
+    fig = px.bar(pd.DataFrame(rows), x="run", y="seconds", color="link", barmode="stack")
+    fig.update_layout(legend_title_text="", yaxis_title="seconds per round (one client, S / B)",
+                      margin=dict(l=50, r=10, t=30, b=40))
+    return fig

@@ -7,6 +7,19 @@ PY=${PYTHON:-python3}
 if ! "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)'; then
   echo "labcore needs Python >= 3.11 (found $("$PY" --version 2>&1))" >&2; exit 1
 fi
+# The browser test (tests/test_browser.py) and the app benchmarks drive the system Chromium through
+# Playwright. Install it where we can (CI runs as root on Debian/Ubuntu); never `playwright install`.
+# Idempotent: nothing happens when /usr/bin/chromium exists. LABCORE_SKIP_BROWSER=1 skips it.
+if [ ! -x /usr/bin/chromium ] && [ "${LABCORE_SKIP_BROWSER:-0}" != 1 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing chromium for the browser test (apt-get)"
+    (apt-get update && apt-get install -y --no-install-recommends chromium) \
+      || echo "warning: could not install chromium; tests/test_browser.py will be skipped" >&2
+  else
+    echo "note: /usr/bin/chromium is missing and cannot be installed here (needs root and apt-get);" \
+         "tests/test_browser.py will be skipped (see DEVELOPERS.md)" >&2
+  fi
+fi
 stamp=.venv/.labcore-installed
 want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then exit 0; fi

@@ -1,14 +1,239 @@
-"""The Streamlit app renders its pages without an exception (AppTest, no browser)."""
+"""Every page of the Streamlit lab renders, streams and reacts the right way (AppTest, no browser).
+
+Runs use the tiny synthetic dataset and a few rounds, passed through the URL as a student's link would.
+"""
+import base64
+import json
+
+import numpy as np
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
 
+TINY = {"synthetic_size": "tiny", "rounds": "4", "clients_per_round": "10", "dim": "8", "eval_every": "2",
+        "rank_every": "2"}
+PAGE = "labcore/app/pages/{}.py"
 
-def test_explorer_renders_and_reacts_to_the_rank_slider():
+
+def app(query: dict | None = None, page: str | None = None) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params.update(TINY if query is None else query)
+    if page:  # opened directly, as a link to /<page> would
+        at.switch_page(PAGE.format(page))
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def metric(at, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def nbytes(text: str) -> float:
+    num, unit = text.replace(",", "").split()
+    return float(num) * {"B": 1, "KB": 2**10, "MB": 2**20, "GB": 2**30}[unit]
+
+
+def charts(at) -> list[dict]:
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+def values(arr) -> np.ndarray:
+    """A plotly JSON array: a list, or a base64 typed array {dtype, bdata}."""
+    if isinstance(arr, dict) and "bdata" in arr:
+        return np.frombuffer(base64.b64decode(arr["bdata"]), dtype=np.dtype(arr["dtype"])).astype(float)
+    return np.asarray(arr, dtype=float)
+
+
+def panel_x(at, col: int) -> np.ndarray:
+    """x values of the Explorer's metric panel in column col (1 rounds, 2 bytes, 3 wall-clock)."""
+    spec = charts(at)[0]
+    axis = "x" if col == 1 else f"x{col}"
+    return np.concatenate([values(t["x"]) for t in spec["data"] if t.get("xaxis", "x") == axis])
+
+
+# --------------------------------------------------------------------------- Explorer
+
+def test_explorer_renders_every_chart_and_finishes_the_run():
+    at = app()
+    assert [w.value for w in at.warning] == []
+    assert len(at.get("plotly_chart")) == 4  # metric panel, effective rank, payload parts, round time
+    assert "round 4 / 4: finished" in at.get("progress")[0].proto.text
+    assert 0 <= float(metric(at, "HR@10")) <= 1
+    assert nbytes(metric(at, "upload / client / round")) > 0
+    assert at.query_params["rounds"] == "4"  # the view is in the URL
+    assert at.get("expander")[0].label.startswith("Payload per message")
+
+
+def test_higher_rank_means_more_bytes_per_round():
+    at = app({**TINY, "rank": "2"})
+    low_up = nbytes(metric(at, "upload / client / round"))
+    low_round = nbytes(metric(at, "bytes per round"))
+    low_cum = panel_x(at, 2).max()
+    at.slider(key="explorer.rank").set_value(6).run()
+    assert not at.exception
+    assert at.query_params["rank"] == "6"
+    assert nbytes(metric(at, "upload / client / round")) > 2 * low_up
+    assert nbytes(metric(at, "bytes per round")) > 2 * low_round
+    assert panel_x(at, 2).max() > 2 * low_cum  # the plotted cumulative bytes moved too
+
+
+def test_more_uplink_bits_mean_more_bytes_and_quantization_less_than_float32():
+    at = app({**TINY, "up_bits": "2"})
+    two = nbytes(metric(at, "upload / client / round"))
+    at.slider(key="explorer.up_bits").set_value(8).run()
+    eight = nbytes(metric(at, "upload / client / round"))
+    at.slider(key="explorer.up_bits").set_value(0).run()
+    full = nbytes(metric(at, "upload / client / round"))
+    assert not at.exception
+    assert two < eight < full
+
+
+def test_slower_links_and_stragglers_lengthen_the_simulated_wall_clock():
+    at = app({**TINY, "method": "fedmf", "dim": "32"})
+    base = panel_x(at, 3).max()
+    at.number_input(key="explorer.bw_up").set_value(0.02).run()
+    slow = panel_x(at, 3).max()
+    at.selectbox(key="explorer.bandwidth_tiers").set_value(
+        "straggler: 10% of the clients at 1/20 bandwidth").run()
+    straggler = panel_x(at, 3).max()
+    assert not at.exception
+    assert base < slow < straggler
+    assert "bandwidth_tiers" in at.query_params
+
+
+def test_method_switch_keeps_hidden_settings_and_shows_the_right_knobs():
+    at = app({**TINY, "rank": "3"})
+    at.selectbox(key="explorer.method").set_value("topk").run()
+    keys = {w.key for w in at.sidebar.select_slider}
+    assert "explorer.topk_ratio" in keys and not any(s.key == "explorer.rank" for s in at.sidebar.slider)
+    at.selectbox(key="explorer.method").set_value("colr").run()
+    assert at.slider(key="explorer.rank").value == 3  # kept while its control was not shown
+    assert not at.exception
+
+
+def test_a_bad_link_shows_messages_and_falls_back_to_defaults():
+    at = app({**TINY, "rank": "999", "method": "lora", "bandwidth_tiers": "[[2,1,1]]", "colr_rank": "4",
+              "_hide": "nonsense", "seed": "-1"})
+    text = " ".join(w.value for w in at.warning)
+    for name in ("rank", "method", "bandwidth_tiers", "colr_rank", "nonsense", "seed"):
+        assert name in text
+    assert at.slider(key="explorer.rank").value == 4 and at.selectbox(key="explorer.method").value == "colr"
+    assert len(at.get("plotly_chart")) == 4  # and it still runs
+    at.slider(key="explorer.rank").set_value(5).run()  # the user moves on: the messages go
+    assert [w.value for w in at.warning] == [] and "colr_rank" not in at.query_params
+
+
+def test_settings_that_do_not_fit_together_warn_instead_of_running():
+    at = app()
+    at.selectbox(key="explorer.method").set_value("svd").run()
+    at.selectbox(key="explorer.encryption").set_value("ckks").run()
+    assert not at.exception
+    assert any("encryption" in w.value and "svd" in w.value for w in at.warning)
+    assert at.get("plotly_chart") == [] or len(at.get("plotly_chart")) == 0
+
+
+def test_lesson_mode_hides_the_named_controls_and_keeps_their_values():
+    at = app({**TINY, "up_bits": "4", "_hide": "encryption,bits"})
+    keys = {w.key for w in at.sidebar.slider} | {w.key for w in at.sidebar.selectbox}
+    assert not keys & {"explorer.encryption", "explorer.up_bits", "explorer.down_bits"}
+    assert "explorer.rank" in keys
+    assert "q4/32b" in at.markdown[0].value  # the hidden value still applies
+    at.slider(key="explorer.rank").set_value(2).run()
+    assert at.query_params["_hide"] == "encryption,bits" and at.query_params["up_bits"] == "4"
+    at.sidebar.button(key="explorer.unhide").click().run()
+    assert "explorer.up_bits" in {w.key for w in at.sidebar.slider}
+    assert "_hide" not in at.query_params
+
+
+def test_a_stopped_run_is_shown_as_it_stands_and_resumes_on_request():
+    from labcore.app.state import EXPLORER, parse
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params.update(TINY)
+    at.session_state["_lab_stopped"] = {parse(TINY, EXPLORER).cfg.key()}
     at.run()
     assert not at.exception
-    low = at.metric[1].value
-    at.slider(key="rank").set_value(8).run()
+    assert at.button(key="explorer.resume").label == "Resume"
+    assert at.get("plotly_chart") == [] or len(at.get("plotly_chart")) == 0  # nothing trained yet
+    at.button(key="explorer.resume").click().run()
+    assert not at.exception and "finished" in at.get("progress")[0].proto.text
+
+
+# --------------------------------------------------------------------------- Compare
+
+def test_compare_draws_the_rank_sweep_against_fedmf_and_reacts_to_the_values():
+    at = app(page="compare")
+    assert [w.value for w in at.warning] == []
+    specs = charts(at)
+    assert len(specs) == 3  # trade-off, metric panel, round time
+    names = {t["name"] for t in specs[0]["data"]}
+    assert names == {"CoLR (d=8)", "FedMF (d = r)"}
+    assert "runs finished" in at.get("progress")[0].proto.text
+    n_runs = len(at.dataframe[0].value)
+    at.multiselect(key="compare._values").set_value([1, 2, 4, 8]).run()
+    assert not at.exception and len(at.dataframe[0].value) > n_runs
+    assert at.query_params["_values"] == "1,2,4,8"
+
+
+def test_compare_equal_ratio_puts_colr_svd_and_topk_on_the_same_axes():
+    at = app(page="compare")
+    at.selectbox(key="compare._mode").set_value("ratio").run()
     assert not at.exception
-    assert int(at.metric[1].value.replace(",", "")) > int(low.replace(",", ""))  # more rank, more bytes
+    names = {t["name"] for t in charts(at)[0]["data"]}
+    assert {"CoLR", "SVD", "Top-K"} <= names
+    t = at.dataframe[0].value
+    mb = dict(zip(t["method"], t["MB per client per round"]))
+    assert mb["CoLR@2"] < mb["FedMF d=8"] if "FedMF d=8" in mb else mb["CoLR@2"] < mb["CoLR@4"]
+
+
+# --------------------------------------------------------------------------- Encryption
+
+def test_encryption_cost_explorer_answers_and_reacts_to_degree_and_rank():
+    at = app(page="encryption")
+    assert [w.value for w in at.warning] == []
+    assert metric(at, "security") == "128 bits"
+    n_ct = int(metric(at, "ciphertexts"))
+    pt = float(metric(at, "plaintext (float32)").split()[0])
+    at.slider(key="encryption.rank").set_value(8).run()
+    assert float(metric(at, "plaintext (float32)").split()[0]) > pt  # more values
+    at.selectbox(key="encryption.method").set_value("fedmf").run()
+    many = int(metric(at, "ciphertexts"))
+    at.selectbox(key="encryption.ckks_degree").set_value(16384).run()
+    assert not at.exception
+    assert int(metric(at, "ciphertexts")) <= many and n_ct >= 1
+    assert at.query_params["ckks_degree"] == "16384"
+
+
+def test_encryption_attack_leaks_in_clear_and_not_under_ckks():
+    at = app({"synthetic_size": "tiny", "dim": "8", "clients_per_round": "10"}, page="encryption")
+    table = at.dataframe[-1].value
+    up = table[table["view"] == "upload"].set_index("encryption")
+    assert up.loc["none", "precision"] > 0.5
+    assert up.loc["ckks", "precision"] < up.loc["none", "precision"]
+    at.selectbox(key="encryption.ckks_coeff_bits").set_value((60, 40, 40, 60)).run()
+    assert not at.exception
+
+
+def test_encryption_page_reports_invalid_ckks_parameters_from_a_link():
+    at = app({"ckks_coeff_bits": "[60,60,60,60,60]", "ckks_degree": "4096"}, page="encryption")
+    text = " ".join(w.value for w in at.warning)
+    assert "ckks_coeff_bits" in text and "ckks_degree" in text
+    assert metric(at, "security") == "128 bits"
+
+
+# --------------------------------------------------------------------------- Paper figures
+
+def test_figures_page_shows_a_card_with_the_paper_alongside():
+    at = app({"_card": "colr-table2-ml1m"}, page="figures")
+    assert not at.exception
+    assert len(at.get("plotly_chart")) == 1
+    assert "Table 2" in at.subheader[0].value
+    assert any("paper" in str(c).lower() for c in at.dataframe[0].value.columns)
+
+
+def test_figures_page_warns_about_an_unknown_card():
+    at = app({"_card": "fig-99"}, page="figures")
+    assert any("fig-99" in w.value for w in at.warning)
+    assert not at.exception

@@ -1,0 +1,229 @@
+"""Runs in the background, shared by every browser session of one server.
+
+A `Job` plays one configuration round by round in a thread and publishes a
+partial `Result` (the per-round table and the payload ledger so far) after the
+first round and then at most every `PUBLISH_S` seconds; pages poll it and
+redraw. Sessions that ask for the same configuration (a class opening the
+same link) watch the same job instead of training it twenty times.
+
+Stopping. A session stops watching when it presses Stop, changes a setting
+(its script run is interrupted and releases the job) or goes away (its
+heartbeat expires). A job nobody watches stops between two rounds, writes a
+checkpoint and ends; asking for the same configuration again resumes it from
+that checkpoint, and because every round draws its randomness from (seed,
+round) the resumed run gives the same numbers as an uninterrupted one.
+
+Finished runs are saved in the core's on-disk cache (`<cache>/<cfg.key()>/`,
+the layout `labcore.run` reads and writes), so the CLI, the notebooks and the
+app share results both ways. This module does not import Streamlit.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+import torch
+
+from ..config import RunConfig
+from ..data.base import InteractionData
+from ..fed.engine import CHECKPOINT, Simulation, default_cache_dir
+from ..results import Result
+
+PUBLISH_S = 0.2  # at most this often a running job publishes a partial result (the first round at once)
+RELEASE_GRACE_S = 0.75  # a job left without watchers stops after this (a same-config rerun re-attaches first)
+HEARTBEAT_S = 15.0  # a watcher that has not polled for this long is gone (closed tab)
+MAX_RUNNING = int(os.environ.get("LABCORE_APP_MAX_RUNS", "24"))
+
+
+class Busy(RuntimeError):
+    """Too many runs are training at once on this server."""
+
+
+def result_folder(cfg: RunConfig, cache_dir: Path | str | None = None) -> Path:
+    return Path(cache_dir or default_cache_dir()) / cfg.key()
+
+
+def stored(cfg: RunConfig, cache_dir: Path | str | None = None) -> Result | None:
+    """The finished result of `cfg` from the on-disk cache, or None."""
+    folder = result_folder(cfg, cache_dir)
+    if (folder / "result.json").exists():
+        try:
+            return Result.load(folder)
+        except Exception:  # a half-written or stale folder: recompute
+            return None
+    return None
+
+
+def _save_checkpoint(sim: Simulation, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / (CHECKPOINT + f".{threading.get_ident()}.tmp")
+    torch.save(sim.state(), tmp)
+    os.replace(tmp, folder / CHECKPOINT)
+
+
+class Job:
+    def __init__(self, cfg: RunConfig, data: InteractionData, folder: Path):
+        self.cfg, self.data, self.folder = cfg, data, folder
+        self._lock = threading.Condition()
+        self.version = 0  # bumped at every publish
+        self.snapshot: Result | None = None
+        self.round = 0
+        self.done = False
+        self.error: str | None = None
+        self.resumed_from = 0
+        self._watchers: dict[str, float] = {}
+        self._stop_at: float | None = None
+        self.created = time.monotonic()
+        self.first_round_s: float | None = None  # time from start to the first trained round
+        self.elapsed_s: float | None = None
+        self._thread = threading.Thread(target=self._main, daemon=True, name=f"labcore-run-{cfg.key()}")
+
+    # --- watchers -----------------------------------------------------------
+    def attach(self, session: str) -> None:
+        with self._lock:
+            self._watchers[session] = time.monotonic()
+            self._stop_at = None
+
+    def touch(self, session: str) -> None:
+        with self._lock:
+            if session in self._watchers:
+                self._watchers[session] = time.monotonic()
+
+    def release(self, session: str, now: bool = False) -> None:
+        """This session stops watching; with nobody left the run stops (at once if `now`)."""
+        with self._lock:
+            self._watchers.pop(session, None)
+            if not self._watchers and not self.done:
+                self._stop_at = time.monotonic() + (0.0 if now else RELEASE_GRACE_S)
+
+    @property
+    def watchers(self) -> int:
+        return len(self._watchers)
+
+    def sessions(self) -> set[str]:
+        with self._lock:
+            return set(self._watchers)
+
+    def should_stop(self) -> bool:
+        with self._lock:
+            t = time.monotonic()
+            for s, seen in list(self._watchers.items()):
+                if t - seen > HEARTBEAT_S:
+                    del self._watchers[s]
+            if not self._watchers and self._stop_at is None:
+                self._stop_at = t
+            return self._stop_at is not None and t >= self._stop_at
+
+    # --- waiting ------------------------------------------------------------
+    def wait(self, version: int, timeout: float) -> int:
+        """Block until a publish newer than `version` (or done), at most `timeout` s; return the version."""
+        with self._lock:
+            if self.version == version and not self.done:
+                self._lock.wait(timeout)
+            return self.version
+
+    # --- the run ------------------------------------------------------------
+    def start(self) -> "Job":
+        self._thread.start()
+        return self
+
+    def _publish(self, res: Result | None, done: bool = False, error: str | None = None) -> None:
+        with self._lock:
+            if res is not None:
+                self.snapshot = res
+                self.round = len(res.table)
+            self.version += 1
+            if done:
+                self.done = True
+                self.error = error
+                self.elapsed_s = time.monotonic() - self.created
+            self._lock.notify_all()
+
+    def _main(self) -> None:
+        try:
+            sim = Simulation(self.cfg, self.data)
+            ckpt = self.folder / CHECKPOINT
+            if ckpt.exists():
+                try:
+                    sim.load_state(torch.load(ckpt, weights_only=False))
+                    self.resumed_from = sim.round
+                except Exception:  # an unreadable or foreign checkpoint: start over
+                    sim = Simulation(self.cfg, self.data)
+            if sim.round:
+                self._publish(sim.result(False))
+            last = None
+            while sim.round < self.cfg.rounds:
+                if self.should_stop():
+                    break
+                sim.step()
+                now = time.monotonic()
+                if self.first_round_s is None:
+                    self.first_round_s = now - self.created
+                if last is None or now - last >= PUBLISH_S:  # the first round at once: drawing starts
+                    self._publish(sim.result(False))
+                    last = time.monotonic()
+                if sim.round % self.cfg.checkpoint_every == 0 and sim.round < self.cfg.rounds:
+                    _save_checkpoint(sim, self.folder)
+            complete = sim.round >= self.cfg.rounds
+            res = sim.result(complete)
+            if complete:
+                res.save(self.folder)
+                (self.folder / CHECKPOINT).unlink(missing_ok=True)
+            elif sim.round:
+                _save_checkpoint(sim, self.folder)
+            self._publish(res, done=True)
+        except Exception as e:  # shown to the watchers; the next request retries
+            self._publish(None, done=True, error=f"{type(e).__name__}: {e}")
+
+    @property
+    def stopped(self) -> bool:
+        return self.done and self.error is None and self.snapshot is not None and not self.snapshot.complete
+
+
+class JobHub:
+    """One per server process: configuration key -> the job training it."""
+
+    def __init__(self, max_running: int = MAX_RUNNING, keep: int = 64):
+        self._lock = threading.Lock()
+        self._jobs: dict[tuple[str, str], Job] = {}
+        self.max_running, self.keep = max_running, keep
+
+    def get(self, cfg: RunConfig, cache_dir: Path | str | None = None) -> Job | None:
+        with self._lock:
+            return self._jobs.get((str(Path(cache_dir or default_cache_dir())), cfg.key()))
+
+    def follow(self, cfg: RunConfig, data: InteractionData, session: str,
+               cache_dir: Path | str | None = None) -> Job:
+        """The running (or finished) job of `cfg`, started if needed, with `session` watching it."""
+        cache = Path(cache_dir or default_cache_dir())
+        key = (str(cache), cfg.key())
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is not None and (not job.done or (job.error is None and not job.stopped)):
+                job.attach(session)
+                return job
+            running = sum(not j.done for j in self._jobs.values())
+            if running >= self.max_running:
+                raise Busy(f"{running} runs are training on this server right now (limit {self.max_running}); "
+                           "try again in a moment")
+            job = Job(cfg, data, cache / cfg.key())
+            job.attach(session)
+            self._jobs[key] = job
+            self._prune()
+        return job.start()
+
+    def running(self) -> int:
+        with self._lock:
+            return sum(not j.done for j in self._jobs.values())
+
+    def sessions(self) -> int:
+        """How many sessions watch a run that is training (the pages pace their live updates by it)."""
+        with self._lock:
+            jobs = [j for j in self._jobs.values() if not j.done]
+        return len(set().union(*(j.sessions() for j in jobs))) if jobs else 0
+
+    def _prune(self) -> None:
+        finished = [k for k, j in self._jobs.items() if j.done]
+        for k in finished[: max(0, len(self._jobs) - self.keep)]:
+            del self._jobs[k]

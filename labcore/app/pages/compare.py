@@ -1,0 +1,94 @@
+"""Compare: several configurations on the same axes (the forms of CoLR's Fig. 3, Fig. 4, Fig. 5, Table 4)."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from labcore import plots
+from labcore.net.wallclock import table2
+from labcore.app import controls, runs, sweeps
+from labcore.app.state import COMPARE as SPEC
+from labcore.app.state import Y_METRICS
+
+_Y = {"hr": "HR@10", "ndcg": "NDCG@10", "loss": "training loss"}
+
+
+def render() -> None:
+    vs = controls.view_state(SPEC)
+    st.title("Compare")
+    controls.show_warnings(vs)
+    cfg = controls.sidebar(SPEC, vs)
+    c = st.columns([3, 2, 1.4, 3])
+    mode = controls.option(SPEC, vs, "mode", "selectbox", "comparison", list(sweeps.MODES), where=c[0],
+                           format_func=sweeps.MODES.get)
+    values = controls.option(SPEC, vs, "values", "multiselect", sweeps.VALUE_LABELS[mode],
+                             [1, 2, 4, 8, 16, 32, 64] if mode != "bits" else [1, 2, 3, 4, 6, 8, 12, 16],
+                             where=c[1], max_selections=8)
+    with_base = controls.option(SPEC, vs, "base", "toggle", "baseline", where=c[2],
+                                help="rank / ratio: FedMF with d = r; bits: the float32 run")
+    y = controls.option(SPEC, vs, "y", "segmented_control", "metric", Y_METRICS, where=c[3], format_func=_Y.get)
+    y = y or "hr"
+    values = tuple(sorted(values))
+    if values:
+        vs.options["values"] = values
+    query = controls.sync_url(SPEC, vs, cfg)
+    controls.share_box(SPEC, query)
+    if cfg is None:
+        return
+    if not values:
+        st.warning("Pick at least one value to compare.")
+        return
+    plan, skipped = sweeps.sweep(cfg, mode, values, with_base)
+    for s in skipped:
+        st.info(f"skipped {s}")
+    if not plan:
+        st.warning("Nothing to compare: pick at least one value.")
+        return
+    st.caption(f"{len(plan)} runs on {cfg.dataset}, {cfg.rounds} rounds, {cfg.clients_per_round} clients per round, "
+               f"seed {cfg.seed}. Finished runs are cached: revisiting a comparison is instant.")
+
+    def status(views, final, key):
+        n_done = sum(v.done and not v.error for v in views)
+        rounds = sum(v.rounds_done for v in views)
+        st.progress(min(1.0, rounds / (len(plan) * cfg.rounds)),
+                    text=f"{n_done} of {len(plan)} runs finished ({rounds} of {len(plan) * cfg.rounds} rounds)")
+        for p, v in zip(plan, views):
+            if v.error:
+                st.error(f"{p.label}: {v.error}")
+
+    def charts(views, final, key):
+        ready = [(p, v) for p, v in zip(plan, views) if v.result is not None and len(v.result.table)]
+        if not ready:
+            return
+        res = [v.result for _, v in ready]
+        labels = [p.label for p, _ in ready]
+        groups = [p.group for p, _ in ready]
+        dashed = [p.group for p, _ in ready if p.dashed]
+        ident = (tuple(p.cfg.key() for p, _ in ready), y)
+        prog = tuple((v.version, v.rounds_done) for _, v in ready)
+        conf = runs.chart_config(final)
+        st.plotly_chart(runs.figure("compare.tradeoff", ident, prog, lambda: _titled(
+            plots.tradeoff(res, groups, y, dashed), f"final {_Y[y]} vs bytes per client per round")),
+            key=key("tradeoff"), config=conf)
+        st.plotly_chart(runs.figure("compare.panel", ident, prog, lambda: plots.metric_panel(
+            res, y, labels, dashed=[i for i, (p, _) in enumerate(ready) if p.dashed])), key=key("panel"), config=conf)
+        st.markdown("**Round time: communication vs computation (Table 2 form)**")
+        st.plotly_chart(runs.figure("compare.time", ident, prog, lambda: plots.round_time(res, labels)),
+                        key=key("time"), config=conf)
+        t2 = table2(res, labels)
+        t2["final " + _Y[y]] = [float(r.table[y].dropna().iloc[-1]) if r.table[y].notna().any() else float("nan")
+                                for r in res]
+        t2["MB per client per round"] = [float((r.table.bytes_up_client + r.table.bytes_down_client).mean() / 2**20)
+                                         for r in res]
+        st.dataframe(pd.DataFrame(t2), hide_index=True, width="stretch", key=key("table"))
+
+    runs.follow("compare", [p.cfg for p in plan], status, charts)
+
+
+def _titled(fig, title):
+    fig.update_layout(title=title)
+    return fig
+
+
+if __name__ == "__main__":  # st.navigation executes this file as the page script
+    render()

@@ -1,0 +1,93 @@
+"""FAIR: devices of different memory train one model (hashed random subspaces).
+
+A capacity-tier control, what each tier stores on the device, the model-loss /
+data-loss trade-off of the paper's Fig. 1 drawn from runs, and the stored
+full-size reproductions of Tables 2-6 and Fig. 4. The view lives in the URL
+(`?_fair_data=ml-1m-100&_fair_tiers=1x-2x-4x-8x&_fair_rounds=30`); every
+number comes from `labcore.fair` (runs are cached by config).
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from labcore.fair import plots as fplots
+from labcore.fair.config import ConfigError, paper_ranking
+
+DATASETS = {"ml-1m-100": "ML-1M, 100 most active users (fast)", "goodreads-100": "Goodreads-100 (the paper's)",
+            "synthetic": "synthetic (seconds)"}
+TIERS = ("1x-2x", "1x-4x", "1x-8x", "1x-16x", "1x-2x-4x", "1x-2x-4x-8x", "2x-4x-8x", "1x-4x-16x-64x")
+CARDS = ("fair-table2-goodreads", "fair-table3-goodreads", "fair-table2-ml1m", "fair-table3-ml1m",
+         "fair-table4-ml100k", "fair-table5-digits", "fair-table6-digits", "fair-fig4", "fair-fig1-tradeoff")
+
+
+def _param(name: str, default: str, allowed) -> str:
+    value = st.query_params.get(name, default)
+    if value not in allowed:
+        st.warning(f"Link parameter not used: {name}={value!r}; allowed: {', '.join(map(str, allowed))}")
+        return default
+    return value
+
+
+@st.cache_data(show_spinner="Loading the devices' tiers...", max_entries=16)
+def _devices(dataset: str, tiers: str):
+    from labcore.fair import FairSimulation
+
+    return FairSimulation(paper_ranking(dataset, capacities=tiers, rounds=1)).device_table()
+
+
+@st.cache_data(show_spinner="Training every point of the trade-off (cached by config)...", max_entries=16)
+def _tradeoff(dataset: str, tiers: str, rounds: int):
+    from labcore.fair.tradeoff import tradeoff_curve
+
+    return tradeoff_curve(paper_ranking(dataset, rounds=rounds, eval_every=max(1, rounds // 5), lr=3e-3), tiers)
+
+
+def render() -> None:
+    st.title("FAIR: one model, devices of different memory")
+    dataset = _param("_fair_data", "ml-1m-100", tuple(DATASETS))
+    tiers = _param("_fair_tiers", "1x-2x-4x-8x", TIERS)
+    rounds = int(_param("_fair_rounds", "30", tuple(str(r) for r in (4, 10, 30, 60, 100))))
+    c1, c2, c3 = st.columns([2, 2, 1])
+    dataset = c1.selectbox("data", tuple(DATASETS), index=tuple(DATASETS).index(dataset), format_func=DATASETS.get)
+    tiers = c2.selectbox("capacity tiers (users split by id, first group first)", TIERS, index=TIERS.index(tiers))
+    rounds = c3.select_slider("rounds", options=(4, 10, 30, 60, 100), value=rounds)
+    st.query_params.update({"_fair_data": dataset, "_fair_tiers": tiers, "_fair_rounds": str(rounds)})
+    try:
+        devices = _devices(dataset, tiers)
+    except (ConfigError, FileNotFoundError, OSError) as e:
+        st.error(str(e))
+        return
+    st.subheader("What a device stores")
+    st.caption("psi: m values per item table (m = the greatest power of two <= n / ratio), its own user vectors "
+               "and the small dense layers. 1x devices hold the server's table itself.")
+    st.plotly_chart(fplots.device_memory(devices), width="stretch")
+    st.dataframe(devices, hide_index=True)
+    st.subheader("Model loss or data loss (Fig. 1)")
+    st.caption("One model size for everyone who can hold it drops the smaller devices (left) or shrinks the model "
+               "for all (right); FAIR trains every device at its own size.")
+    if st.button("Run the trade-off", type="primary"):
+        st.session_state["fair_tradeoff"] = (dataset, tiers, rounds)
+    if st.session_state.get("fair_tradeoff") == (dataset, tiers, rounds):
+        df = _tradeoff(dataset, tiers, rounds)
+        st.plotly_chart(fplots.tradeoff(df), width="stretch")
+        st.dataframe(df, hide_index=True)
+    st.subheader("Paper tables, reproduced")
+    try:
+        from labcore.figures import fair_cards  # noqa: F401  (registers the FAIR cards)
+        from labcore.figures import registry
+    except ImportError:
+        st.info("The figure registry is not available in this checkout.")
+        return
+    card_id = st.selectbox("card", CARDS)
+    res = registry.stored(card_id)
+    card = registry.get(card_id)
+    st.caption(card.describe())
+    if res is None:
+        st.info(f"No stored full-size result yet: python -m labcore.figures.fair_cards {card_id} --size full --save")
+        return
+    st.plotly_chart(res.figure, width="stretch")
+    st.dataframe(card.compare(res.ours), hide_index=True)
+
+
+if __name__ == "__main__":  # st.navigation executes this file as the page script
+    render()

@@ -1,0 +1,109 @@
+"""Paper figures: pick a card, see the paper's numbers overlaid on ours.
+
+Stored full-size reproductions (results/<card>.csv, written by
+`labcore figure <id> --full --save`) are shown when they exist; otherwise,
+or on request, the card's smoke size runs here (seconds, synthetic data: it
+shows the pipeline and the figure's form, its numbers are not the paper's).
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from labcore.fed.engine import default_cache_dir
+from labcore.app import controls, presets
+from labcore.app.state import FIGURES as SPEC
+
+# card id -> preset id of the live view with the same form
+LIVE = {"colr-fig2-ml1m": "fig2-ml1m", "colr-fig2-pinterest": "fig2-pinterest", "colr-fig3-ml1m": "fig3-ml1m",
+        "colr-fig4-ml1m": "fig4-ml1m", "colr-fig5-ml1m": "fig5-ml1m", "colr-table2-ml1m": "table2-ml1m",
+        "colr-table3-ml1m": "table3-ml1m", "colr-table4-ml1m": "table4-ml1m"}
+SIZES = {"stored": "stored full-size result", "smoke": "smoke run here (seconds, synthetic)"}
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _smoke(card_id: str, cache_dir: str):
+    from labcore.figures import reproduce
+
+    return reproduce(card_id, size="smoke")
+
+
+@st.cache_data(show_spinner=False, max_entries=32, ttl=60)
+def _stored(card_id: str):
+    from labcore.figures import stored
+
+    return stored(card_id)
+
+
+def render() -> None:
+    vs = controls.view_state(SPEC)
+    st.title("Paper figures")
+    controls.show_warnings(vs)
+    try:
+        from labcore.figures import list_cards
+    except ImportError:
+        st.info("The figure registry (labcore.figures) is not available in this checkout.")
+        return
+    cards = {c.id: c for c in list_cards()}
+    if vs.options["card"] not in cards:
+        if vs.options["card"]:
+            st.warning(f"Link parameter not used: _card={vs.options['card']!r} is not a figure card; valid ids: "
+                       + ", ".join(cards), icon="⚠️")
+        vs.options["card"] = next(iter(cards))
+        st.session_state.pop(controls.wkey(SPEC, "_card"), None)
+    c = st.columns([3, 2])
+    card_id = controls.option(SPEC, vs, "card", "selectbox", "figure or table", list(cards), where=c[0],
+                              format_func=lambda i: cards[i].title.split(":")[0] + " - " + cards[i].dataset
+                              if cards[i].dataset else cards[i].title)
+    card = cards[card_id]
+    stored = _stored(card_id)
+    size = controls.option(SPEC, vs, "size", "radio", "show", list(SIZES), where=c[1], format_func=SIZES.get,
+                           horizontal=True)
+    query = controls.sync_url(SPEC, vs, None)
+    controls.share_box(SPEC, query)
+
+    st.subheader(card.title)
+    st.caption(f"Paper: {card.caption}")
+    if size == "stored" and stored is None:
+        st.info("No stored full-size result for this card yet (`labcore figure "
+                f"{card_id} --full --save` writes one); showing a smoke run.")
+        size = "smoke"
+    if size == "stored":
+        res = stored
+    else:
+        with st.spinner("Running the card's smoke size (cached after the first time)..."):
+            try:
+                res = _smoke(card_id, str(default_cache_dir()))
+            except Exception as e:
+                st.error(f"The smoke run failed: {type(e).__name__}: {e}")
+                return
+    ok = "within tolerance" if res.within_tolerance else "outside tolerance"
+    label = "full size" if res.size == "full" else "smoke size (synthetic data: the numbers are not comparable)"
+    if res.size == "full":
+        secs = res.meta.get("standalone_runtime_s") or res.runtime_s
+        when = f"stored {res.meta['date'][:10]}, " if res.meta.get("date") else "stored, "
+        cost = when + (f"{secs / 60:,.1f} min of training" if secs == secs and secs else "training time not recorded")
+    else:
+        cost = f"{res.runtime_s:,.1f} s to compute here"
+    st.markdown(f"**Ours, {label}: {ok}** ({card.tolerance_text}); {cost}.")
+    st.plotly_chart(res.figure, key=f"figures.{card_id}.{res.size}", config={"displaylogo": False})
+    st.markdown(f"**Expected:** {card.expected}")
+    st.dataframe(card.compare(res.ours, res.paper), hide_index=True, width="stretch")
+    for n in card.notes:
+        st.caption(f"Note: {n}")
+    with st.expander("Our numbers"):
+        st.dataframe(res.ours, hide_index=True, width="stretch")
+    with st.expander("The paper's numbers" + (f" ({card.paper_ref})" if card.paper_ref else "")):
+        st.dataframe(res.paper, hide_index=True, width="stretch")
+    if res.meta:
+        with st.expander("How this was computed"):
+            st.json(res.meta, expanded=False)
+    live = presets.by_id(LIVE.get(card_id, ""))
+    if live is not None:
+        from labcore.app.pages import page_object
+
+        st.page_link(page_object(live.page), label=f"Explore it live: {live.label}", query_params=live.query,
+                     icon=":material/play_arrow:", help=live.note)
+
+
+if __name__ == "__main__":  # st.navigation executes this file as the page script
+    render()

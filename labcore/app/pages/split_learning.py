@@ -1,0 +1,102 @@
+"""Split learning (STTFedRec): what a device computes and sends, and what the server learns from its requests.
+
+* rho control: the composition of one obfuscated request and how well a curious server guesses its clicks
+  (random, popularity, linkage attacks; uniform or popularity-matched non-clicks).
+* Payload and time: one device's training round and inference, naive FL vs STTFedRec (Table 3 form), from
+  the stored full-size measurement (results/sttfedrec-table3-ml1m.csv) or measured here at smoke size.
+
+The view lives in the URL (?rho=0.9&T=10&factor=1.0&negatives=uniform), so any view is a link.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from labcore.sttfedrec import plots
+
+DEFAULTS = {"rho": 0.9, "T": 10, "factor": 1.0, "negatives": "uniform"}
+
+
+def _param(name: str, cast):
+    raw = st.query_params.get(name)
+    try:
+        return cast(raw) if raw is not None else DEFAULTS[name]
+    except (TypeError, ValueError):
+        st.warning(f"Link parameter not used: {name}={raw!r}", icon="⚠️")
+        return DEFAULTS[name]
+
+
+@st.cache_resource(show_spinner="Loading the catalogue...")
+def _catalog():
+    from labcore.sttfedrec.frameworks import load_bundle
+    from labcore.sttfedrec.config import STTConfig
+
+    try:
+        return load_bundle(STTConfig(dataset="ml-1m", n_features=512)).catalog, "ml-1m"
+    except Exception:  # no ML-1M on this machine: the synthetic catalogue
+        return load_bundle(STTConfig(n_features=512)).catalog, "synthetic (ML-1M not found)"
+
+
+@st.cache_data(show_spinner="The server attacks 200 devices' requests...", max_entries=64)
+def _attack(rho: float, T: int, negatives: str):
+    cat, _ = _catalog()
+    return plots.rho_explorer(cat, rho, request_size=T, users=200, rounds=10, negatives=negatives)
+
+
+@st.cache_data(show_spinner="Measuring one device (smoke size, synthetic)...", max_entries=4)
+def _table3_smoke():
+    from labcore.sttfedrec.experiments import table3
+
+    return table3("smoke", reps=4)
+
+
+def _stored_table3():
+    from labcore.sttfedrec.experiments import load_table
+
+    a, b = load_table("sttfedrec-table3-ml1m"), load_table("sttfedrec-table3-parts-ml1m")
+    return (a[0], b[0] if b else None) if a else None
+
+
+def render() -> None:
+    st.title("Split learning: STTFedRec")
+    c = st.columns(4)
+    rho = c[0].slider("rho: share of non-clicked items", 0.5, 0.95, float(_param("rho", float)), 0.05)
+    T = c[1].slider("items per request (T)", 4, 40, int(_param("T", int)), 1)
+    neg0 = _param("negatives", str)
+    neg0 = neg0 if neg0 in ("uniform", "popular") else "uniform"
+    negatives = c[2].radio("non-clicked items drawn", ["uniform", "popular"], index=["uniform", "popular"].index(neg0),
+                           horizontal=True)
+    factor = c[3].number_input("device slowdown factor (phone)", 0.1, 100.0, float(_param("factor", float)), 0.5)
+    st.query_params.update({"rho": f"{rho:g}", "T": str(T), "factor": f"{factor:g}", "negatives": negatives})
+
+    comp = plots.request_composition(rho, T)
+    st.subheader("One obfuscated request")
+    st.markdown(f"**{comp['clicked']}** clicked + **{comp['non_clicked']}** sampled non-clicked items "
+                f"(effective rho {comp['effective_rho']:.2f}); a random guess finds a click with probability "
+                f"{comp['random_guess']:.2f}.")
+    _, name = _catalog()
+    df = _attack(rho, T, negatives)
+    st.dataframe(df, hide_index=True, width="stretch")
+    st.caption(f"Catalogue: {name}. 200 devices, 10 requests each; 'linkage' links a device's 10 requests, "
+               "'popularity' is given the true click counts (the worst case).")
+
+    st.subheader("One device: payload and time, naive FL vs STTFedRec")
+    stored = _stored_table3()
+    if stored is not None:
+        t3, parts = stored
+        st.caption("Stored full-size measurement on ML-1M (results/sttfedrec-table3-ml1m.csv).")
+    else:
+        t3, parts = _table3_smoke()
+        st.caption("No stored full-size measurement: measured here at smoke size (synthetic catalogue).")
+    t3 = t3.copy()
+    for col in ("train_ms", "infer_ms", "total_ms", "featurize_ms", "towers_ms", "chain_ms", "train_with_chain_ms"):
+        if col in t3:
+            t3[col] = t3[col] / t3["device_factor"] * factor
+    st.plotly_chart(plots.table3_bars(t3), key="split.table3", config={"displaylogo": False})
+    st.plotly_chart(plots.time_bars(t3), key="split.time", config={"displaylogo": False})
+    if parts is not None:
+        st.plotly_chart(plots.payload_bars(parts), key="split.payload", config={"displaylogo": False})
+    st.dataframe(plots.payload_table(t3), hide_index=True, width="stretch")
+
+
+if __name__ == "__main__":  # st.navigation executes this file as the page script
+    render()

@@ -1,0 +1,324 @@
+"""Streamlit side of running: cached datasets, results and CKKS contexts, and streaming.
+
+`follow(page, cfgs, draw)` shows runs as they train: a finished result comes
+from `st.cache_data` (keyed by the frozen config) or the core's on-disk cache;
+otherwise the session watches the shared background job (`jobs.JobHub`).
+In a browser the live part of the page is two `st.fragment`s rerun every
+STATUS_S / CHART_S seconds, so charts keep their keys and update in place
+while the rest of the page (the controls) stays responsive; when the runs are
+done the page reruns once. A changed setting releases the jobs this page no longer
+shows, a closed tab stops touching them, and a job nobody watches stops
+between two rounds (checkpointed, resumed when asked for again).
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import streamlit as st
+
+from ..config import ConfigError, RunConfig
+from ..data.base import InteractionData
+from ..fed.engine import check_fits, default_cache_dir
+from ..results import Result
+from . import jobs
+
+STATUS_S = 0.75  # with a browser: progress and numbers are redrawn this often while runs train ...
+CHART_S = 2.0  # ... and charts this often, when few sessions watch
+# Server-wide budget of live reruns per second: with many sessions watching (a class on one server)
+# each one updates less often, so that redrawing pages never starves the training threads.
+LIVE_RATE = float(os.environ.get("LABCORE_APP_LIVE_RATE", "16"))
+FIRST_WAIT_S = 0.4  # a new run gets this long to publish its first round before the page first draws
+POLL_S = 0.1  # without a browser: how long the loop waits for a publish before checking again
+REDRAW_S = 0.3  # without a browser: at most this often the loop redraws
+
+
+@st.cache_resource(show_spinner=False)
+def hub() -> jobs.JobHub:
+    return jobs.JobHub()
+
+
+@st.cache_resource(show_spinner="Loading the dataset...", max_entries=8)
+def _dataset(name: str, seed: int, size: str) -> InteractionData:
+    from ..data import load_dataset
+
+    return load_dataset(name, seed=seed, size=size or "small")
+
+
+def dataset(cfg: RunConfig) -> InteractionData:
+    """The config's dataset, loaded once per server (shared by every session)."""
+    return _dataset(cfg.dataset, cfg.data_seed, cfg.synthetic_size if cfg.dataset == "synthetic" else "")
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _stored(cfg: RunConfig, cache_dir: str) -> Result | None:
+    return jobs.stored(cfg, cache_dir)
+
+
+def finished(cfg: RunConfig) -> Result | None:
+    """The finished result of `cfg` if there is one (memory, then disk); never trains."""
+    cache = default_cache_dir()
+    if not (jobs.result_folder(cfg, cache) / "result.json").exists():
+        return None
+    return _stored(cfg, str(cache))
+
+
+def session_id() -> str:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx is not None else "no-session"
+
+
+@dataclass
+class RunView:
+    """What a page knows about one run at one moment."""
+
+    cfg: RunConfig
+    result: Result | None = None  # partial while running
+    done: bool = False
+    error: str | None = None
+    stopped: bool = False
+    cached: bool = False
+    watchers: int = 0
+    version: int = -1
+    resumed_from: int = 0
+
+    @property
+    def rounds_done(self) -> int:
+        return 0 if self.result is None else len(self.result.table)
+
+
+def _view(cfg: RunConfig, job: jobs.Job) -> RunView:
+    return RunView(cfg, job.snapshot, job.done, job.error, job.stopped, False, job.watchers, job.version,
+                   job.resumed_from)
+
+
+def stop(cfg: RunConfig) -> None:
+    """This session stops watching `cfg`; the run stops between two rounds unless others watch it."""
+    job = hub().get(cfg, default_cache_dir())
+    if job is not None:
+        job.release(session_id(), now=True)
+
+
+def stopped_view(cfg: RunConfig) -> RunView:
+    """A stopped run as it stands: the job's last snapshot."""
+    job = hub().get(cfg, default_cache_dir())
+    if job is None:
+        return RunView(cfg, None, True, None, True)
+    v = _view(cfg, job)
+    v.done, v.stopped = True, True
+    return v
+
+
+def _frontend() -> bool:
+    """Is a browser attached? Without one (AppTest, bare mode) nothing triggers periodic reruns."""
+    mode = os.environ.get("LABCORE_APP_STREAM", "auto")
+    if mode in ("fragment", "loop"):
+        return mode == "fragment"
+    try:
+        return bool(st.context.headers.get("host"))
+    except Exception:
+        return False
+
+
+@st.cache_resource(show_spinner=False)
+def _figures() -> dict:
+    return {}
+
+
+def figure(name: str, ident, progress, make):
+    """A figure rebuilt only when what it shows (ident) or how far the runs are (progress) changed.
+
+    Shared by every session of the server: a class watching the same run builds each figure once.
+    """
+    memo = _figures()
+    key = (name, ident)
+    hit = memo.get(key)
+    if hit is None or hit[0] != progress:
+        hit = (progress, make())
+        memo[key] = hit
+        if len(memo) > 256:  # drop the oldest
+            try:
+                memo.pop(next(iter(memo)), None)
+            except (RuntimeError, StopIteration):  # another session changed it meanwhile
+                pass
+    return hit[1]
+
+
+def chart_config(final: bool) -> dict:
+    """Static (no hover layers, cheap for the browser) while runs stream, interactive at the end."""
+    return {"displaylogo": False, "staticPlot": not final}
+
+
+class Keys:
+    """Element keys of one draw: stable across fragment reruns, unique within a blocking loop."""
+
+    def __init__(self, page: str, suffix: str = ""):
+        self.page, self.suffix = page, suffix
+
+    def __call__(self, name: str) -> str:
+        return f"{self.page}.{name}{self.suffix}"
+
+
+def _attach(cfgs, stopped, sid) -> tuple[list[RunView], list[jobs.Job | None]]:
+    views: list[RunView] = []
+    followed: list[jobs.Job | None] = []
+    trained = st.session_state.setdefault("_lab_trained", set())  # runs this session watched train
+    for cfg in cfgs:
+        job = None
+        res = finished(cfg)
+        if res is not None:
+            views.append(RunView(cfg, res, True, cached=cfg.key() not in trained, version=0))
+        elif cfg.key() in stopped:
+            views.append(stopped_view(cfg))
+        else:
+            try:
+                data = dataset(cfg)
+                check_fits(cfg, data)
+                job = hub().follow(cfg, data, sid, default_cache_dir())
+                trained.add(cfg.key())
+                views.append(_view(cfg, job))
+            except (ConfigError, jobs.Busy) as e:
+                views.append(RunView(cfg, None, True, str(e)))
+            except Exception as e:  # a dataset that cannot be found or read
+                views.append(RunView(cfg, None, True, f"{type(e).__name__}: {e}"))
+        followed.append(job)
+    return views, followed
+
+
+def _refresh(cfgs, views, followed, sid) -> bool:
+    """Update the views from their jobs (and tell the jobs this session still watches); True if any changed."""
+    changed = False
+    for k, job in enumerate(followed):
+        if job is None:
+            continue
+        if not job.done:
+            job.touch(sid)
+        if job.version != views[k].version:
+            views[k] = _view(cfgs[k], job)
+            changed = True
+    return changed
+
+
+def _release_others(page: str, followed: list, sid: str) -> None:
+    """Jobs this page followed in an earlier run but not any more (a setting changed): let them stop."""
+    now = {id(j): j for j in followed if j is not None}
+    before = st.session_state.get(f"_lab_following.{page}", {})
+    for key, job in before.items():
+        if key not in now and not job.done:
+            job.release(sid)
+    st.session_state[f"_lab_following.{page}"] = now
+
+
+Draw = Callable[[list[RunView], bool, Keys], None]
+
+
+def follow(page: str, cfgs: Sequence[RunConfig], status: Draw, charts: Draw, *, stopped: Sequence[str] = ()) -> None:
+    """Train (or fetch) every config and draw them as results stream in.
+
+    status(views, final, key) draws the cheap part (progress, numbers), charts(views, final, key) the
+    figures; key(name) gives element keys. With a browser attached each is a fragment, rerun every
+    STATUS_S and CHART_S seconds while runs train (charts keep their keys, so the browser updates them
+    in place, drawn static until the end to keep the browser's work small); when every run is done
+    the page reruns once. Without a browser (AppTest) this blocks and redraws until the runs are done.
+    `stopped`: keys of configs this session stopped; they are shown as they stand and not resumed.
+    """
+    sid = session_id()
+    views, followed = _attach(cfgs, stopped, sid)
+    _release_others(page, followed, sid)
+    live = [j for j in followed if j is not None and not j.done]
+    if live and not any(v.rounds_done for v in views):  # give the first round a moment: drawing starts with it
+        live[0].wait(live[0].version, FIRST_WAIT_S)
+    _refresh(cfgs, views, followed, sid)
+    if _frontend():
+        _fragments(page, cfgs, views, followed, status, charts, sid)
+    else:
+        _loop(page, cfgs, views, followed, lambda v, f, k: (status(v, f, k), charts(v, f, k)), sid)
+
+
+def live_intervals(sessions: int) -> tuple[float, float]:
+    """(status, charts) rerun intervals of one session when `sessions` sessions watch a training run."""
+    n = max(1, sessions)
+    return max(STATUS_S, n / (0.75 * LIVE_RATE)), max(CHART_S, n / (0.25 * LIVE_RATE))
+
+
+def _fragments(page, cfgs, views, followed, status, charts, sid) -> None:
+    periodic = any(not v.done for v in views)
+    status_s, chart_s = live_intervals(hub().sessions()) if periodic else (None, None)
+    registered = time.monotonic()
+
+    def status_part():
+        _refresh(cfgs, views, followed, sid)
+        final = all(v.done for v in views)
+        status(views, final, Keys(page))
+        if final and periodic:
+            st.rerun()  # once more as a whole page: drops the timers, shows the finished state
+        if periodic and time.monotonic() - registered > 5 * status_s:
+            want = live_intervals(hub().sessions())[0]
+            if want > 1.5 * status_s or want < status_s / 1.5:
+                st.rerun()  # the class grew or left: register the timers again at the new pace
+
+    def chart_part():
+        _refresh(cfgs, views, followed, sid)
+        charts(views, all(v.done for v in views) and not periodic, Keys(page))
+
+    st.fragment(status_part, run_every=status_s)()
+    st.fragment(chart_part, run_every=chart_s)()
+
+
+def _loop(page, cfgs, views, followed, draw, sid) -> None:
+    holder = st.empty()
+    n = [0]
+
+    def redraw(final):
+        n[0] += 1
+        with holder.container():
+            draw(views, final, Keys(page, f".{n[0]}"))
+
+    try:
+        live = [k for k, v in enumerate(views) if not v.done]
+        redraw(not live)
+        if not live:
+            return
+        last = time.monotonic()
+        while live:
+            followed[live[0]].wait(views[live[0]].version, POLL_S)
+            changed = _refresh(cfgs, views, followed, sid)
+            live = [k for k in live if not views[k].done]
+            if live and changed and time.monotonic() - last >= REDRAW_S:
+                redraw(False)
+                last = time.monotonic()
+        redraw(True)
+    finally:
+        for job in followed:
+            if job is not None and not job.done:
+                job.release(sid)
+
+
+# --------------------------------------------------------------------------- encryption views
+
+@st.cache_resource(show_spinner="Generating CKKS keys...", max_entries=6)
+def ckks_context(degree: int, coeff_bits: tuple, scale_bits: int):
+    """A TenSEAL context (secret and public copies) per parameter set, generated once per server."""
+    from ..privacy.ckks import CkksParams, make_context
+
+    return make_context(CkksParams(degree, coeff_bits, scale_bits))
+
+
+@st.cache_data(show_spinner="Measuring CKKS costs (once per parameter set)...", max_entries=512)
+def ckks_costs(n_values: int, degree: int, coeff_bits: tuple, scale_bits: int) -> dict:
+    from ..privacy.ckks import CkksParams
+    from ..privacy.costs import ckks_costs as costs
+
+    ckks_context(degree, coeff_bits, scale_bits)  # key generation through the shared resource cache
+    return costs(n_values, CkksParams(degree, coeff_bits, scale_bits))
+
+
+@st.cache_data(show_spinner="Attacking the uploads...", max_entries=64)
+def curious_server(cfg: RunConfig, rounds: int, real_clients: int | None) -> dict:
+    from ..privacy.server_attack import curious_server as attack
+
+    return attack(cfg, rounds=rounds, data=dataset(cfg), real_clients=real_clients)

@@ -1,0 +1,401 @@
+"""The app's URL scheme: every view is a link that reproduces it.
+
+A page's state is a `RunConfig` plus a few page options. In the query string
+
+* a RunConfig field is written under its own name (`rank=8`, `up_bits=4`,
+  `seed=3`, `bandwidth_tiers=[[0.5,1,1],[0.5,0.25,0.25]]`), and only when it
+  differs from the page's base configuration (`PageSpec.base`), so the bare
+  page URL is the page's default view;
+* a page option starts with an underscore (`_y=ndcg`, `_mode=rank`,
+  `_values=1,2,4,8`);
+* `_hide=encryption,bits` is lesson mode: the named controls (a group name
+  from `GROUPS` or a field name) are not shown, while their values still come
+  from the link.
+
+`parse()` never raises: a value that is unknown, malformed, out of the
+widget's range or inconsistent with the rest is dropped (the base value is
+used) and reported in `Parsed.warnings`; the page shows them with
+`st.warning`. This module does not import Streamlit, so it is tested directly.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, fields
+from fractions import Fraction
+from typing import Any, Mapping
+
+from ..config import _coerce  # the config's own string -> field-type coercion
+from ..config import DATASETS, ENCRYPTIONS, FIELD_NAMES, METHODS, SYNTHETIC_SIZES, ConfigError, RunConfig, from_dict
+
+# Query parameters Streamlit itself uses; never reported as unknown.
+STREAMLIT_PARAMS = ("embed", "embed_options")
+
+# Bandwidth heterogeneity presets: (share of clients, downlink factor, uplink factor) per tier.
+TIER_PRESETS: dict[str, tuple] = {
+    "uniform": (),
+    "two tiers: half the clients at 1/4 bandwidth": ((0.5, 1.0, 1.0), (0.5, 0.25, 0.25)),
+    "three tiers: 20% fast (4x), 50% base, 30% slow (1/5)": ((0.2, 4.0, 4.0), (0.5, 1.0, 1.0), (0.3, 0.2, 0.2)),
+    "straggler: 10% of the clients at 1/20 bandwidth": ((0.9, 1.0, 1.0), (0.1, 0.05, 0.05)),
+}
+CUSTOM_TIERS = "custom (from the link)"
+
+TOPK_RATIOS = (1 / 256, 1 / 128, 1 / 64, 2 / 64, 4 / 64, 8 / 64, 16 / 64, 32 / 64, 1.0)
+DIMS = (2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def ratio_label(x: float) -> str:
+    f = Fraction(x).limit_denominator(4096)
+    return "1" if f == 1 else f"{f.numerator}/{f.denominator}"
+
+
+@dataclass(frozen=True)
+class Control:
+    """One sidebar widget bound to one RunConfig field."""
+
+    field: str
+    label: str
+    kind: str  # select | select_slider | slider | number | toggle | tiers | chain
+    group: str  # lesson-mode name (`_hide=<group>`)
+    options: tuple = ()
+    lo: float | None = None
+    hi: float | None = None
+    step: float | None = None
+    help: str = ""
+    show_if: tuple = ()  # (other_field, allowed values): shown only then (its value is kept either way)
+
+    def check(self, value) -> str | None:
+        """None if the widget can show `value`, else why not."""
+        if self.kind in ("select", "select_slider"):
+            if not any(_same(value, o) for o in self.options):
+                shown = ", ".join(ratio_label(o) if isinstance(o, float) else str(o) for o in self.options)
+                return f"the control offers {shown}"
+        elif self.kind in ("slider", "number"):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not self.lo <= value <= self.hi:
+                return f"the control's range is {self.lo:g}..{self.hi:g}"
+        return None
+
+    def visible(self, values: Mapping[str, Any]) -> bool:
+        return not self.show_if or values.get(self.show_if[0]) in self.show_if[1]
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        try:
+            return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
+        except (TypeError, ValueError):
+            return False
+    return a == b
+
+
+@dataclass(frozen=True)
+class Option:
+    """A page option (not a RunConfig field), written as `_name=value`."""
+
+    name: str  # without the underscore
+    default: Any
+    choices: tuple = ()  # allowed values (strings); empty = any value `parse_value` accepts
+    kind: str = "str"  # str | int_list | bool | int
+    lo: int | None = None
+    hi: int | None = None
+    max_len: int = 12
+
+    def parse_value(self, raw: str):
+        if self.kind == "bool":
+            if raw.lower() in ("1", "true", "yes", "on"):
+                return True
+            if raw.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError("expected true or false")
+        if self.kind == "int":
+            v = int(raw)
+            if (self.lo is not None and v < self.lo) or (self.hi is not None and v > self.hi):
+                raise ValueError(f"allowed range is {self.lo}..{self.hi}")
+            return v
+        if self.kind == "int_list":
+            vals = tuple(sorted({int(x) for x in raw.split(",") if x.strip()}))
+            if not vals:
+                raise ValueError("expected a comma-separated list of integers")
+            if len(vals) > self.max_len:
+                raise ValueError(f"at most {self.max_len} values")
+            if any((self.lo is not None and v < self.lo) or (self.hi is not None and v > self.hi) for v in vals):
+                raise ValueError(f"each value must lie in {self.lo}..{self.hi}")
+            return vals
+        if self.choices and raw not in self.choices:
+            raise ValueError("allowed values are " + ", ".join(self.choices))
+        return raw
+
+    def format(self, value) -> str:
+        if self.kind == "bool":
+            return "1" if value else "0"
+        if self.kind == "int_list":
+            return ",".join(str(v) for v in value)
+        return str(value)
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    name: str
+    base: RunConfig
+    controls: tuple[Control, ...]
+    options: tuple[Option, ...] = ()
+
+    def control(self, name: str) -> Control | None:
+        return next((c for c in self.controls if c.field == name), None)
+
+    @property
+    def groups(self) -> dict[str, tuple[str, ...]]:
+        out: dict[str, list[str]] = {}
+        for c in self.controls:
+            out.setdefault(c.group, []).append(c.field)
+        return {g: tuple(v) for g, v in out.items()}
+
+    def option_defaults(self) -> dict[str, Any]:
+        return {o.name: o.default for o in self.options}
+
+
+@dataclass
+class Parsed:
+    cfg: RunConfig
+    options: dict[str, Any]
+    hide: frozenset[str]  # field names whose controls are hidden
+    hide_names: tuple[str, ...]  # as written in the link (groups or fields), for re-encoding
+    warnings: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- the pages' controls
+
+def _explorer_controls() -> tuple[Control, ...]:
+    lowrank = ("colr", "scolr", "svd")
+    return (
+        Control("dataset", "dataset", "select", "dataset", DATASETS,
+                help="synthetic needs no download; ML-1M / ML-100K / Pinterest are read from $LABCORE_DATA or ./data"),
+        Control("synthetic_size", "synthetic size", "select", "dataset", SYNTHETIC_SIZES,
+                help="tiny 50x40, small 600 users x 400 items, medium 2000x1500, ml1m: the ML-1M shape",
+                show_if=("dataset", ("synthetic",))),
+        Control("method", "method", "select", "method", METHODS,
+                help="FedMF sends the full item-table update; CoLR a rank-r factor; SCoLR a random subset of "
+                     "r_u <= r columns per client; SVD / Top-K compress a full update"),
+        Control("dim", "embedding size d", "select_slider", "dim", DIMS),
+        Control("rank", "rank r", "slider", "rank", (), 1, 64, 1,
+                help="CoLR / SVD rank; SCoLR's global rank r_g", show_if=("method", lowrank)),
+        Control("scolr_min_rank", "rank tiers: smallest local rank r_u", "slider", "heterogeneity", (), 1, 64, 1,
+                help="SCoLR: each client draws its local rank r_u uniformly in [this, r] every round",
+                show_if=("method", ("scolr",))),
+        Control("topk_ratio", "compression ratio (Top-K keeps)", "select_slider", "ratio", TOPK_RATIOS,
+                help="fraction of the update's N x d values each Top-K message keeps", show_if=("method", ("topk",))),
+        Control("up_bits", "uplink bits (0 = float32)", "slider", "bits", (), 0, 16, 1,
+                help="stochastic quantization of the upload: bits per value (+ 1 sign bit), float32 scale per bucket"),
+        Control("down_bits", "downlink bits (0 = float32)", "slider", "bits", (), 0, 16, 1),
+        Control("bw_up", "uplink bandwidth (MB/s)", "number", "bandwidth", (), 0.01, 1000.0, 0.05,
+                help="per client; MB = 2**20 bytes, as in CoLR's Table 2"),
+        Control("bw_down", "downlink bandwidth (MB/s)", "number", "bandwidth", (), 0.01, 1000.0, 0.05),
+        Control("bandwidth_tiers", "bandwidth tiers", "tiers", "heterogeneity",
+                help="heterogeneous links: each device gets a tier; the slowest client of a round sets its time"),
+        Control("encryption", "encryption", "select", "encryption", ENCRYPTIONS,
+                help="ckks / secagg protect FedMF, CoLR and SCoLR uploads; paillier the values of Top-K"),
+        Control("clients_per_round", "clients per round", "slider", "clients", (), 1, 500, 1),
+        Control("rounds", "rounds", "slider", "rounds", (), 1, 1000, 1),
+        Control("seed", "seed", "number", "seed", (), 0, 2**31 - 1, 1,
+                help="every round draws its randomness from (seed, round): same seed, same numbers"),
+        Control("local_epochs", "local epochs", "slider", "advanced", (), 1, 10, 1),
+        Control("lr", "learning rate", "number", "advanced", (), 0.001, 100.0, 0.05),
+        Control("eval_every", "evaluate every (rounds)", "slider", "advanced", (), 1, 100, 1),
+        Control("rank_every", "effective rank every (rounds, 0 = never)", "slider", "advanced", (), 0, 100, 1),
+        Control("b_init", "CoLR B distribution", "select", "advanced", ("normal", "orthonormal", "sphere"),
+                show_if=("method", ("colr", "scolr"))),
+        Control("b_as_seed", "send B as a seed", "toggle", "advanced", show_if=("method", ("colr", "scolr"))),
+        Control("compress_down", "compress the downlink too", "toggle", "advanced", show_if=("method", ("svd", "topk"))),
+        Control("aggregation", "aggregation", "select", "advanced", ("item_mean", "weighted")),
+        Control("data_seed", "data seed", "number", "advanced", (), 0, 2**31 - 1, 1),
+    )
+
+
+# Defaults of the live lab: the core's defaults (CoLR@4, d=64, 60 clients, synthetic small) with 100 rounds,
+# evaluated and rank-measured every 5 rounds so that the curves fill in while the run streams.
+EXPLORER_BASE = RunConfig(rounds=100, eval_every=5, rank_every=5)
+COMPARE_BASE = RunConfig(rounds=40, eval_every=10, rank_every=0, dim=32)
+ENCRYPTION_BASE = RunConfig(rounds=1, eval_every=10**6, rank_every=0, clients_per_round=20, encryption="ckks")
+
+Y_METRICS = ("hr", "ndcg", "loss")
+
+EXPLORER = PageSpec("explorer", EXPLORER_BASE, _explorer_controls(),
+                    (Option("y", "hr", Y_METRICS),))
+
+COMPARE_MODES = ("rank", "ratio", "b_init", "scolr", "bits")
+_CMP_KEEP = ("dataset", "synthetic_size", "dim", "bits", "bandwidth", "heterogeneity", "clients", "rounds", "seed",
+             "advanced")
+COMPARE = PageSpec(
+    "compare", COMPARE_BASE,
+    tuple(c for c in _explorer_controls() if c.group in _CMP_KEEP and c.field not in ("b_init", "b_as_seed",
+                                                                                         "compress_down")),
+    (Option("mode", "rank", COMPARE_MODES), Option("values", (2, 4, 8), kind="int_list", lo=1, hi=64, max_len=8),
+     Option("base", True, kind="bool"), Option("y", "hr", Y_METRICS)),
+)
+
+CKKS_CHAINS = ((), (60, 40, 40, 60), (60, 40, 60), (60, 50, 60), (60, 30, 30, 30, 60), (60, 40, 40, 40, 40, 60))
+
+
+def _encryption_controls() -> tuple[Control, ...]:
+    keep = {"dataset", "synthetic_size", "dim", "clients_per_round", "seed"}
+    base = tuple(c for c in _explorer_controls() if c.field in keep)
+    return base + (
+        Control("method", "what is encrypted", "select", "method", ("fedmf", "colr", "scolr", "topk"),
+                help="FedMF: the N x d update; CoLR: the N x r factor A_u; Top-K: k values (Paillier)"),
+        Control("rank", "rank r", "slider", "rank", (), 1, 64, 1, show_if=("method", ("colr", "scolr"))),
+        Control("topk_ratio", "compression ratio (Top-K keeps)", "select_slider", "ratio", TOPK_RATIOS,
+                show_if=("method", ("topk",))),
+        Control("encryption", "protection (attack demo)", "select", "encryption", ENCRYPTIONS),
+        Control("ckks_degree", "CKKS poly modulus degree N", "select", "ckks", (8192, 16384, 32768),
+                help="N/2 values per ciphertext; larger N: more values per ciphertext, larger and slower ciphertexts"),
+        Control("ckks_coeff_bits", "coefficient modulus primes (bits)", "chain", "ckks", CKKS_CHAINS,
+                help="() = (60, scale, 60). The total must stay under SEAL's 128-bit-security bound for N"),
+        Control("ckks_scale_bits", "scale bits", "slider", "ckks", (), 20, 60, 1,
+                help="precision: values are encoded as round(x * 2**scale)"),
+    )
+
+
+ENCRYPTION = PageSpec("encryption", ENCRYPTION_BASE, _encryption_controls(),
+                      (Option("attack_rounds", 1, kind="int", lo=1, hi=5),))
+
+FIGURES = PageSpec("figures", EXPLORER_BASE, (), (Option("card", ""), Option("size", "stored", ("stored", "smoke"))))
+
+PAGES = {p.name: p for p in (EXPLORER, COMPARE, ENCRYPTION, FIGURES)}
+_ALL_OPTIONS = frozenset(o.name for p in PAGES.values() for o in p.options)
+
+
+# --------------------------------------------------------------------------- parse / encode
+
+def _error_field(msg: str) -> str:
+    return msg.split("=", 1)[0].strip() if "=" in msg else ""
+
+
+def parse(query: Mapping[str, str], spec: PageSpec) -> Parsed:
+    """Query parameters -> (RunConfig, page options, hidden controls, warnings). Never raises."""
+    warnings: list[str] = []
+    accepted: dict[str, Any] = {}
+    options = spec.option_defaults()
+    hide_names: list[str] = []
+    valid_options = {o.name: o for o in spec.options}
+    for key, raw in query.items():
+        raw = str(raw)
+        if key in STREAMLIT_PARAMS:
+            continue
+        if key == "_hide":
+            groups = spec.groups
+            for name in (n.strip() for n in raw.split(",")):
+                if not name:
+                    continue
+                if name in groups or spec.control(name) is not None:
+                    hide_names.append(name)
+                else:
+                    warnings.append(f"_hide: '{name}' is not a control of this page (ignored); use one of "
+                                    + ", ".join(sorted(set(groups) | {c.field for c in spec.controls})))
+            continue
+        if key.startswith("_"):
+            opt = valid_options.get(key[1:])
+            if opt is None:
+                if key[1:] not in _ALL_OPTIONS:  # another page's option (a link that switched pages): silent
+                    warnings.append(f"unknown link parameter '{key}' ignored")
+                continue
+            try:
+                options[opt.name] = opt.parse_value(raw)
+            except ValueError as e:
+                warnings.append(f"{key}={raw!r} is invalid ({e}); using {opt.format(opt.default)!r}")
+            continue
+        if key not in FIELD_NAMES:
+            warnings.append(f"unknown link parameter '{key}' ignored (it may come from an older version of the lab)")
+            continue
+        try:
+            value = _coerce_field(spec.base, key, raw)
+        except (ConfigError, TypeError, ValueError) as e:
+            warnings.append(f"{e}; using {key}={_show(getattr(spec.base, key))}")
+            continue
+        ctrl = spec.control(key)
+        why = ctrl.check(value) if ctrl is not None else None
+        if why:
+            warnings.append(f"{key}={raw!r} cannot be shown ({why}); using {key}={_show(getattr(spec.base, key))}")
+            continue
+        accepted[key] = value
+    cfg = spec.base
+    while True:
+        try:
+            cfg = from_dict({**spec.base.to_dict(), **accepted})
+            break
+        except ConfigError as e:
+            bad = _error_field(str(e))
+            if bad not in accepted:  # a default that the link's other values contradict: drop the last of them
+                bad = next(reversed(accepted))
+            del accepted[bad]
+            warnings.append(f"{e}; using {bad}={_show(getattr(spec.base, bad))}")
+    hidden: set[str] = set()
+    groups = spec.groups
+    for name in hide_names:
+        hidden.update(groups.get(name, (name,)))
+    return Parsed(cfg, options, frozenset(hidden), tuple(dict.fromkeys(hide_names)), warnings)
+
+
+def _coerce_field(base: RunConfig, key: str, raw: str):
+    """The typed value of one field from the link, checked on its own.
+
+    A value that is only invalid together with the base's other fields (d=2 with the base rank 4) passes
+    here; `parse` settles such conflicts on the whole configuration.
+    """
+    try:
+        return getattr(base.replace(**{key: raw}), key)
+    except ConfigError as e:
+        if _error_field(str(e)) == key:
+            raise
+    return _coerce(key, raw)
+
+
+def _show(v) -> str:
+    return json.dumps(v) if isinstance(v, tuple) else str(v)
+
+
+def value_to_str(v) -> str:
+    if isinstance(v, tuple):
+        return json.dumps(v, separators=(",", ":"))
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+def encode(cfg: RunConfig, spec: PageSpec, options: Mapping[str, Any] | None = None,
+           hide_names: tuple[str, ...] = ()) -> dict[str, str]:
+    """The query parameters of a view: config fields that differ from the page's base, then options."""
+    out: dict[str, str] = {}
+    for f in fields(RunConfig):
+        v, b = getattr(cfg, f.name), getattr(spec.base, f.name)
+        differs = (v != b) if isinstance(v, tuple) else not _same(v, b)
+        if differs:
+            out[f.name] = value_to_str(v)
+    defaults = spec.option_defaults()
+    for o in spec.options:
+        if options and o.name in options and options[o.name] != defaults[o.name]:
+            out["_" + o.name] = o.format(options[o.name])
+    if hide_names:
+        out["_hide"] = ",".join(hide_names)
+    return out
+
+
+def link(cfg: RunConfig, page: str = "explorer", **options) -> str:
+    """The app path of a view, e.g. link(RunConfig(method="fedmf")) -> 'explorer?method=fedmf&rounds=200...'."""
+    from urllib.parse import urlencode
+
+    spec = PAGES[page]
+    q = encode(cfg, spec, options)
+    return page + ("?" + urlencode(q) if q else "")
+
+
+def tiers_name(tiers: tuple) -> str:
+    for name, t in TIER_PRESETS.items():
+        if t == tiers:
+            return name
+    return CUSTOM_TIERS
+
+
+def chain_label(chain: tuple) -> str:
+    return "(60, scale, 60)" if not chain else "(" + ", ".join(str(b) for b in chain) + ")"

@@ -1,0 +1,136 @@
+"""Who takes part, at what size, and the low-rank baseline's math.
+
+Methods (all run by `labcore.fair.engine`):
+
+* ``fedavg``   every device holds the full model (the upper reference).
+* ``fair``     FAIR-HET: every device trains at its own capacity in a hashed subspace.
+* ``fair-hom`` "model loss": every device at the scheme's smallest capacity (largest ratio).
+* ``full-trn`` "data loss": only the devices that hold the full model (1x) take part.
+* ``fedhm``    FedHM / HeteroFL-style low-rank tables: a device at ratio r holds
+               U (rows x k) and V (k x d) with k = d / r, from the truncated SVD of
+               the server table; the server averages the products U V. A rank-k
+               factorization stores k (rows + d) values, so it cannot go beyond a
+               compression of d (k >= 2 here; N/A otherwise, as in the paper).
+* ``fixed``    traditional FL at one model size r (`model_ratio`): the devices that can hold
+               it (capacity ratio <= r) take part, all at r. FULL-TRN is r = 1, FAIR-HOM
+               is r = the smallest capacity; between them lies the trade-off of Fig. 1.
+* ``consistent=False`` (with fair or fair-hom): the ablation of section 6.4, every
+               device draws its own hash, so the subspaces are not nested.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from .config import FairConfig
+
+
+def device_ratios(cfg: FairConfig, n_users: int) -> np.ndarray:
+    """Each device's compression ratio under the capacity scheme (1 = holds the full model)."""
+    ratios = np.asarray(cfg.ratios(), dtype=np.int64)
+    if cfg.assign == "random":  # the paper's Table 3: a seeded random share of devices at the first tier
+        k = max(1, int(round(cfg.full_fraction * n_users)))
+        chosen = np.random.default_rng(cfg.assign_seed).choice(n_users, size=k, replace=False)
+        out = np.full(n_users, ratios[1], np.int64)
+        out[chosen] = ratios[0]
+        return out
+    group = (np.arange(n_users) * len(ratios)) // n_users  # first 1/L of users by id at ratios[0], ...
+    return ratios[group]
+
+
+def eligible_users(cfg: FairConfig, ratios: np.ndarray) -> np.ndarray:
+    if cfg.method == "full-trn":
+        return np.nonzero(ratios == 1)[0]
+    if cfg.method == "fixed":
+        return np.nonzero(ratios <= cfg.model_ratio)[0]
+    return np.arange(ratios.size)
+
+
+def training_ratio(cfg: FairConfig, device_ratio: np.ndarray) -> np.ndarray:
+    """The ratio a device trains at under the method."""
+    if cfg.method in ("fedavg", "full-trn"):
+        return np.ones_like(device_ratio)
+    if cfg.method == "fair-hom":
+        return np.full_like(device_ratio, max(cfg.ratios()))
+    if cfg.method == "fixed":
+        return np.full_like(device_ratio, cfg.model_ratio)
+    return device_ratio
+
+
+# --- FedHM / HeteroFL: low-rank tables ------------------------------------------------
+def fedhm_rank(dim: int, ratio: int) -> int:
+    """Rank of a device at `ratio` for an n x dim table (ratio 1: the full table, rank dim)."""
+    return dim // ratio
+
+
+def lowrank_factors(W: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Truncated SVD W ~ U V, U = A_k S_k^(1/2) (rows x k), V = S_k^(1/2) B_k^T (k x cols).
+
+    Through the cols x cols Gram matrix (cols is the embedding width, small), in float64.
+    """
+    Wd = W.double()
+    evals, evecs = torch.linalg.eigh(Wd.T @ Wd)  # ascending
+    top = torch.argsort(evals, descending=True)[:k]
+    B = evecs[:, top]  # cols x k
+    s = evals[top].clamp(min=0).sqrt()
+    root = s.sqrt()
+    U = (Wd @ B) / torch.where(root > 0, root, torch.ones_like(root))  # A_k S_k / S_k^(1/2)
+    V = root[:, None] * B.T
+    return U.float(), V.float()
+
+
+def mlp_fedhm_ranks(shapes: dict[str, tuple[int, ...]], ratio: int) -> dict[str, int]:
+    """FedHM on the MLP: the hidden layer's weight w1 (a x b) becomes U (a x k) V (k x b); the classifier
+    and the biases stay full (FedHM keeps the last layer full-rank). k is the largest rank with which
+    the device's total stays within n / ratio; 0 = cannot. Weights not factorized get rank min(a, b)."""
+    out = {n: min(s) for n, s in shapes.items() if len(s) == 2}
+    if ratio == 1:
+        return out
+    total = sum(math.prod(s) for s in shapes.values())
+    a, b = shapes["w1"]
+    fixed = total - a * b
+    out["w1"] = max(0, (total // ratio - fixed) // (a + b))
+    return out
+
+
+def mlp_fedhm_limit(hidden: int, n_in: int = 64, n_out: int = 10) -> int:
+    """The first power-of-two ratio at which the hidden layer's rank drops to 0."""
+    from .model import MLPSpec
+
+    shapes = MLPSpec(n_in, hidden, n_out).shapes()
+    r = 2
+    while mlp_fedhm_ranks(shapes, r)["w1"] >= 1:
+        r *= 2
+    return r
+
+
+# --- memory a device needs ------------------------------------------------------------
+def device_memory(cfg: FairConfig, table_rows: int, n_tables: int, dense_values: int, user_values: int,
+                  dims: dict[int, int]) -> list[dict]:
+    """Model values a device stores, per tier of the scheme (float32 bytes)."""
+    rows = []
+    full_table = table_rows * cfg.dim if cfg.task != "mlp" else table_rows
+    for ratio in sorted(set(cfg.ratios())):
+        r_train = int(training_ratio(cfg, np.array([ratio]))[0])
+        if (cfg.method == "full-trn" and ratio != 1) or (cfg.method == "fixed" and ratio > cfg.model_ratio):
+            rows.append({"tier": f"{ratio}x", "takes_part": False, "values": 0, "bytes": 0, "ratio_actual": np.nan})
+            continue
+        if cfg.method == "fedhm" and r_train > 1 and cfg.task != "mlp":
+            k = fedhm_rank(cfg.dim, r_train)
+            table = k * (table_rows + cfg.dim)
+        elif cfg.method == "fedhm" and r_train > 1:
+            from .model import MLPSpec
+
+            shapes = MLPSpec(64, cfg.hidden, 10).shapes()
+            ks = mlp_fedhm_ranks(shapes, r_train)
+            table = sum((ks[n] * (s[0] + s[1]) if ks[n] < min(s) else s[0] * s[1]) if len(s) == 2 else s[0]
+                        for n, s in shapes.items())
+        else:
+            table = dims[r_train]
+        values = n_tables * table + dense_values + user_values
+        full = n_tables * full_table + dense_values + user_values
+        rows.append({"tier": f"{ratio}x", "takes_part": True, "train_ratio": r_train, "table_values": table,
+                     "values": values, "bytes": 4 * values, "ratio_actual": full / values})
+    return rows

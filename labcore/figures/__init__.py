@@ -1,0 +1,15 @@
+"""Paper figures and tables as reproducible cards (CoLR: Fig. 2 to 5, Tables 2 to 4).
+
+    from labcore import figures
+    [c.id for c in figures.list_cards()]
+    res = figures.reproduce("colr-fig3-ml1m", size="smoke")   # seconds, synthetic data
+    res.ours, res.paper, res.figure, res.within_tolerance
+    figures.stored("colr-fig3-ml1m")                           # the committed full-size result, or None
+
+Command line: `labcore figure --list`, `labcore figure <id> [--full] [--save]`, `labcore figure all --full --save`.
+"""
+from .registry import (COMPARE_COLUMNS, SIZES, CardResult, FigureCard, UnknownCardError, card_ids, get, list_cards,
+                       reproduce, results_dir, save, stored)
+
+__all__ = ["FigureCard", "CardResult", "UnknownCardError", "list_cards", "card_ids", "get", "reproduce", "stored",
+           "save", "results_dir", "SIZES", "COMPARE_COLUMNS"]

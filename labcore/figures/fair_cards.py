@@ -1,0 +1,498 @@
+"""Figure cards of the FAIR paper: Tables 2-6, Fig. 4 and the trade-off of Fig. 1.
+
+Importing this module registers the cards (`labcore.figures.registry.get("fair-table2-goodreads")`).
+Sizes: ``smoke`` runs every card on small synthetic data (or a few digits rounds) in seconds;
+``full`` is the reproduction on the real data, stored as results/<card id>.csv / .json:
+
+    python -m labcore.figures.fair_cards fair-table2-goodreads --size full --save
+"""
+from __future__ import annotations
+
+import math
+import sys
+
+import pandas as pd
+
+from ..config import ConfigError
+from ..fair import paper as P
+from ..fair import plots as FP
+from ..fair.config import FairConfig, paper_mlp, paper_ranking, paper_rating
+from ..fair.engine import run
+from ..fair.tradeoff import tradeoff_configs, tradeoff_frame
+from . import registry as R
+
+try:  # the lab's other cards first, so that list_cards() shows every card whichever module loads first
+    from . import cards as _cards  # noqa: F401
+except ImportError:
+    pass
+
+# --- full-size settings (see docs/reproduction.md, section FAIR, for why) -----------------------------
+GOODREADS = dict(rounds=40, lr=3e-3)  # the paper: best of lr {1..1e-4}, T up to 1000 with early stopping
+ML1M100 = dict(rounds=60, lr=3e-3)
+RATING = dict(rounds=300, lr=1e-3)  # the paper: 1000 rounds (time budget: see the card notes)
+DIGITS = dict(rounds=40, batch_size=64, lr=0.05)  # the paper: T = 200
+RANK_SCHEMES = ("1x-2x", "1x-4x", "1x-8x", "1x-16x")
+RATING_SCHEMES = ("8x-16x", "16x-32x", "32x-64x", "4x-8x-16x", "8x-16x-32x", "16x-32x-64x")
+DIGIT_SCHEMES = ("2x-4x", "2x-4x-8x", "2x-4x-8x-16x-32x-64x")
+SHARES = (0.01, 0.2, 0.3, 0.5)
+HEADLINE_TOL = 0.015  # NDCG@20: FedAvg and FAIR-HET 1x-2x against the paper on Goodreads-100
+
+
+def _smoke_ranking() -> FairConfig:
+    return paper_ranking("synthetic", rounds=4, eval_every=2, clients_per_round=4, batch_size=32, local_epochs=1,
+                         lr=0.01)
+
+
+def _ranking(dataset: str, size: str) -> FairConfig:
+    if size == "smoke":
+        return _smoke_ranking()
+    return paper_ranking(dataset, **(GOODREADS if dataset == "goodreads-100" else ML1M100))
+
+
+def _rating(size: str) -> FairConfig:
+    if size == "smoke":
+        return paper_rating("synthetic-ratings", rounds=4, eval_every=2, clients_per_round=4)
+    return paper_rating("ml-100k-100", **RATING)
+
+
+def _digits(size: str) -> FairConfig:
+    if size == "smoke":
+        return paper_mlp(rounds=2, eval_every=1, local_epochs=1, n_devices=6, clients_per_round=3, hidden=32)
+    return paper_mlp(**DIGITS)
+
+
+def _hom(base: FairConfig, scheme: str) -> FairConfig:
+    """FAIR-HOM: everybody at the scheme's smallest capacity (one tier, so schemes share the run)."""
+    return base.replace(method="fair-hom", capacities=f"{max(base.replace(capacities=scheme).ratios())}x")
+
+
+def _fedhm(base: FairConfig, scheme: str) -> FairConfig | None:
+    try:
+        return base.replace(method="fedhm", capacities=scheme)
+    except ConfigError:
+        return None  # beyond a compression of d: N/A
+
+
+def _run_rows(rows: list[tuple], metric: str, progress: bool) -> pd.DataFrame:
+    """rows: (labels dict, config or None) -> one row per run with the best value and its round."""
+    out = []
+    for labels, cfg in rows:
+        if cfg is None:
+            out.append({**labels, metric: math.nan, "round_best": -1, "note": "N/A"})
+            continue
+        res = run(cfg, progress=progress)
+        best, at = res.best
+        out.append({**labels, metric: best, "round_best": at, "final": res.final, "rounds": cfg.rounds,
+                    "note": ""})
+    return pd.DataFrame(out)
+
+
+def _configs(rows: list[tuple]) -> list[FairConfig]:
+    seen, out = set(), []
+    for _, cfg in rows:
+        if cfg is not None and cfg.key() not in seen:
+            seen.add(cfg.key())
+            out.append(cfg)
+    return out
+
+
+def _label(row, metric: str) -> str:
+    cap = "" if row["capacity"] == "-" else f" {row['capacity']}"
+    return f"{row['method']}{cap} {metric}"
+
+
+def _paper_value(paper: pd.DataFrame, metric: str, **match) -> float:
+    sel = paper
+    for k, v in match.items():
+        sel = sel[sel[k] == v]
+    return float(sel[metric].iloc[0]) if len(sel) else math.nan
+
+
+# --- Table 2 -------------------------------------------------------------------------------------------
+def _t2_rows(dataset: str, size: str) -> list[tuple]:
+    base = _ranking(dataset, size)
+    rows = [({"capacity": "-", "method": "FedAvg"}, base.replace(method="fedavg", capacities="1x"))]
+    for cap in RANK_SCHEMES:
+        rows += [({"capacity": cap, "method": "FAIR-HET"}, base.replace(method="fair", capacities=cap)),
+                 ({"capacity": cap, "method": "FAIR-HOM"}, _hom(base, cap)),
+                 ({"capacity": cap, "method": "FedHM"}, _fedhm(base, cap))]
+    return rows
+
+
+def _t2_compare(paper_set: str, headline: bool):
+    def compare(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
+        pp = paper[paper["dataset"] == paper_set]
+        out = []
+        for _, r in ours.iterrows():
+            pv = _paper_value(pp, "ndcg", capacity=r["capacity"], method=r["method"])
+            ok, note = None, ""
+            if r["method"] == "FedHM":
+                ok, note = bool(math.isnan(r["ndcg"]) == math.isnan(pv)), "N/A where the paper has N/A"
+            elif headline and (r["method"] == "FedAvg" or (r["method"] == "FAIR-HET" and r["capacity"] == "1x-2x")):
+                ok, note = bool(abs(r["ndcg"] - pv) <= HEADLINE_TOL), f"|ours - paper| <= {HEADLINE_TOL}"
+            out.append({"quantity": _label(r, "NDCG@20"), "paper": pv, "ours": r["ndcg"],
+                        "ok": ok, "note": note})
+        for cap in RANK_SCHEMES:
+            het = ours[(ours.capacity == cap) & (ours.method == "FAIR-HET")]["ndcg"].iloc[0]
+            hom = ours[(ours.capacity == cap) & (ours.method == "FAIR-HOM")]["ndcg"].iloc[0]
+            out.append({"quantity": f"FAIR-HET - FAIR-HOM at {cap}", "paper": _paper_value(pp, "ndcg", capacity=cap,
+                        method="FAIR-HET") - _paper_value(pp, "ndcg", capacity=cap, method="FAIR-HOM"),
+                        "ours": het - hom, "ok": bool(het >= hom - 0.002), "note": "HET >= HOM (0.002 slack)"})
+        return pd.DataFrame(out)
+    return compare
+
+
+def _t2_card(dataset: str, paper_set: str, title_set: str, notes: tuple[str, ...]) -> R.FigureCard:
+    return R.FigureCard(
+        id=f"fair-table2-{dataset.replace('-100', '').replace('ml-1m', 'ml1m')}",
+        title=f"FAIR Table 2: NDCG@20 of FAIR-HET, FAIR-HOM and FedHM per capacity scheme ({title_set})",
+        caption=("NDCG@20 (higher is better) on Goodreads-100, AmazonProduct-100. FAIR-HET has superior quality "
+                 "over FAIR-HOM and FEDHM baselines across different capacity schemes. N/A implies that capacity "
+                 "scheme cannot be run."),
+        kind="table", paper=P.TABLE2,
+        configs=lambda size: _configs(_t2_rows(dataset, size)),
+        compute_fn=lambda size, progress: _run_rows(_t2_rows(dataset, size), "ndcg", progress).assign(
+            dataset=dataset),
+        plot_fn=lambda ours, paper: FP.table_bars(ours, paper[paper["dataset"] == paper_set], "ndcg"),
+        compare_fn=_t2_compare(paper_set, dataset == "goodreads-100"),
+        tolerance=HEADLINE_TOL if dataset == "goodreads-100" else None,
+        tolerance_text=(f"FedAvg and FAIR-HET 1x-2x within {HEADLINE_TOL} NDCG@20 of the paper; FAIR-HET >= FAIR-HOM "
+                        "in every scheme; FedHM N/A exactly where the paper has N/A" if dataset == "goodreads-100"
+                        else "shape only (the paper's column is AmazonProduct-100): FAIR-HET >= FAIR-HOM in every "
+                             "scheme; FedHM N/A from 8x (d = 8)"),
+        expected="FAIR-HET about FedAvg in every scheme; FAIR-HOM falls as the smallest capacity shrinks; FedHM "
+                 "close to FAIR-HET at 2x and 4x and N/A from 8x (a rank-k table cannot go below k = 2 of d = 8).",
+        columns=("capacity", "method", "ndcg", "round_best"), notes=notes,
+        paper_ref="Table 2", dataset=dataset)
+
+
+# --- Table 3 -------------------------------------------------------------------------------------------
+def _t3_rows(dataset: str, size: str) -> list[tuple]:
+    base = _ranking(dataset, size).replace(capacities="1x-2x", assign="random")
+    rows = []
+    for s in SHARES:
+        for m, method in (("FULL-TRN", "full-trn"), ("FAIR-HET", "fair")):
+            rows.append(({"share_1x": s, "method": m}, base.replace(method=method, full_fraction=s)))
+    return rows
+
+
+def _t3_compare(paper_set: str):
+    def compare(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
+        pp = paper[paper["dataset"] == paper_set]
+        out = []
+        for _, r in ours.iterrows():
+            out.append({"quantity": f"{r['method']} with {r['share_1x']:.0%} at 1x", "ours": r["ndcg"], "ok": None,
+                        "paper": _paper_value(pp, "ndcg", share_1x=r["share_1x"], method=r["method"]), "note": ""})
+        get = lambda s, m: ours[(ours.share_1x == s) & (ours.method == m)]["ndcg"].iloc[0]  # noqa: E731
+        gap = get(0.01, "FAIR-HET") - get(0.01, "FULL-TRN")
+        out.append({"quantity": "FAIR-HET - FULL-TRN with 1% at 1x", "paper": _paper_value(pp, "ndcg", share_1x=0.01,
+                    method="FAIR-HET") - _paper_value(pp, "ndcg", share_1x=0.01, method="FULL-TRN"), "ours": gap,
+                    "ok": bool(gap >= 0.05), "note": "far above: >= 0.05"})
+        return pd.DataFrame(out)
+    return compare
+
+
+def _t3_card(dataset: str, paper_set: str, title_set: str, notes: tuple[str, ...]) -> R.FigureCard:
+    return R.FigureCard(
+        id=f"fair-table3-{dataset.replace('-100', '').replace('ml-1m', 'ml1m')}",
+        title=f"FAIR Table 3: data loss, FULL-TRN against FAIR-HET when few devices hold the full model ({title_set})",
+        caption=("Comparison of FAIR-HET with the situation where data from lower-capacity devices is not used "
+                 "(FULL-TRN). The columns define percentage of users that can host full models (1x capacity) and "
+                 "others are assumed to have 2x compression. The users are randomly chosen with seed 101."),
+        kind="table", paper=P.TABLE3,
+        configs=lambda size: _configs(_t3_rows(dataset, size)),
+        compute_fn=lambda size, progress: _run_rows(_t3_rows(dataset, size), "ndcg", progress).assign(
+            dataset=dataset),
+        plot_fn=lambda ours, paper: FP.table_bars(ours.assign(share=ours["share_1x"].map("{:.0%}".format)),
+                                                  paper[paper["dataset"] == paper_set].assign(
+                                                      share=lambda p: p["share_1x"].map("{:.0%}".format)),
+                                                  "ndcg", x="share"),
+        compare_fn=_t3_compare(paper_set), tolerance=None,
+        tolerance_text=("shape: FAIR-HET far above FULL-TRN (>= 0.05 NDCG@20) when 1% of the devices hold the full "
+                        "model"),
+        expected="FULL-TRN collapses when only 1% of the devices (one user) can hold the full model; FAIR-HET keeps "
+                 "every device's data at 2x and stays near FedAvg for every share.",
+        columns=("share_1x", "method", "ndcg", "round_best"), notes=notes, paper_ref="Table 3", dataset=dataset)
+
+
+# --- Table 4 -------------------------------------------------------------------------------------------
+def _t4_rows(size: str) -> list[tuple]:
+    base = _rating(size)
+    rows = [({"capacity": "-", "method": "FedAvg"}, base.replace(method="fedavg", capacities="1x"))]
+    for cap in RATING_SCHEMES:
+        rows += [({"capacity": cap, "method": "FAIR-HET"}, base.replace(method="fair", capacities=cap)),
+                 ({"capacity": cap, "method": "FAIR-HOM"}, _hom(base, cap)),
+                 ({"capacity": cap, "method": "FedHM"}, _fedhm(base, cap))]
+    return rows
+
+
+def _t4_compare(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
+    out = []
+    for _, r in ours.iterrows():
+        pv = _paper_value(paper, "mse", capacity=r["capacity"], method=r["method"])
+        ok = bool(math.isnan(r["mse"]) == math.isnan(pv)) if r["method"] == "FedHM" else None
+        out.append({"quantity": _label(r, "MSE"), "paper": pv, "ours": r["mse"], "ok": ok,
+                    "note": ("N/A where the paper has N/A" if ok is not None
+                             else "Goodreads in the paper, ML-100K here")})
+    for cap in RATING_SCHEMES:
+        het = ours[(ours.capacity == cap) & (ours.method == "FAIR-HET")]["mse"].iloc[0]
+        hom = ours[(ours.capacity == cap) & (ours.method == "FAIR-HOM")]["mse"].iloc[0]
+        out.append({"quantity": f"FAIR-HOM - FAIR-HET MSE at {cap}",
+                    "paper": _paper_value(paper, "mse", capacity=cap, method="FAIR-HOM")
+                    - _paper_value(paper, "mse", capacity=cap, method="FAIR-HET"),
+                    "ours": hom - het, "ok": bool(het <= hom + 0.002), "note": "HET <= HOM (0.002 slack)"})
+    return pd.DataFrame(out)
+
+
+# --- Tables 5 and 6, Fig. 4 --------------------------------------------------------------------------
+def _t5_rows(size: str) -> list[tuple]:
+    base = _digits(size)
+    rows = [({"capacity": "-", "method": "FedAvg"}, base.replace(method="fedavg", capacities="1x"))]
+    for cap in DIGIT_SCHEMES:
+        rows += [({"capacity": cap, "method": "FAIR-HET"}, base.replace(method="fair", capacities=cap)),
+                 ({"capacity": cap, "method": "FAIR-HOM"}, _hom(base, cap)),
+                 ({"capacity": cap, "method": "FedHM"}, _fedhm(base, cap))]
+    return rows
+
+
+def _t5_compare(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
+    pp = paper[paper["dataset"] == "mnist"]
+    out = []
+    for _, r in ours.iterrows():
+        out.append({"quantity": _label(r, "accuracy"), "ours": r["accuracy"], "ok": None,
+                    "paper": _paper_value(pp, "accuracy", capacity=r["capacity"], method=r["method"]),
+                    "note": "MNIST 784-512-10 in the paper, 8x8 digits 64-512-10 here"})
+    for cap in DIGIT_SCHEMES:
+        het = ours[(ours.capacity == cap) & (ours.method == "FAIR-HET")]["accuracy"].iloc[0]
+        hom = ours[(ours.capacity == cap) & (ours.method == "FAIR-HOM")]["accuracy"].iloc[0]
+        out.append({"quantity": f"FAIR-HET - FAIR-HOM at {cap}", "ours": het - hom, "ok": bool(het >= hom - 0.01),
+                    "paper": _paper_value(pp, "accuracy", capacity=cap, method="FAIR-HET")
+                    - _paper_value(pp, "accuracy", capacity=cap, method="FAIR-HOM"),
+                    "note": "HET >= HOM within 0.01 (the paper has HOM ahead by 0.0007 at 2x-4x)"})
+    return pd.DataFrame(out)
+
+
+T6_CAPS = ("4x", "8x", "64x", "2x-4x", "2x-4x-8x", "2x-4x-8x-16x-32x-64x")
+
+
+def _t6_rows(size: str) -> list[tuple]:
+    base = _digits(size)
+    return [({"subspaces": "consistent" if c else "inconsistent", "capacity": cap},  # one tier: Table 5's FAIR-HOM
+             base.replace(method="fair" if "-" in cap else "fair-hom", capacities=cap, consistent=c))
+            for c in (True, False) for cap in T6_CAPS]
+
+
+def _t6_compare(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
+    out = []
+    for cap in T6_CAPS:
+        c = ours[(ours.capacity == cap) & (ours.subspaces == "consistent")]["accuracy"].iloc[0]
+        i = ours[(ours.capacity == cap) & (ours.subspaces == "inconsistent")]["accuracy"].iloc[0]
+        pc = _paper_value(paper, "accuracy", capacity=cap, subspaces="consistent")
+        pi = _paper_value(paper, "accuracy", capacity=cap, subspaces="inconsistent")
+        out += [{"quantity": f"consistent {cap}", "paper": pc, "ours": c, "ok": None, "note": ""},
+                {"quantity": f"inconsistent {cap}", "paper": pi, "ours": i, "ok": None, "note": ""},
+                {"quantity": f"consistent - inconsistent {cap}", "paper": pc - pi, "ours": c - i,
+                 "ok": bool(c - i >= 0.03), "note": "far above: >= 0.03"}]
+    return pd.DataFrame(out)
+
+
+def _fig4_configs(size: str) -> list[tuple[str, str, FairConfig]]:
+    d = _digits(size).replace(method="fair", capacities="2x-4x-8x")
+    g = _ranking("goodreads-100", size).replace(method="fair", capacities="1x-2x")
+    return [("(a) digits MLP, 2x-4x-8x", "consistent", d), ("(a) digits MLP, 2x-4x-8x", "inconsistent",
+                                                             d.replace(consistent=False)),
+            ("(b) Goodreads-100 NeuMF, 1x-2x", "consistent", g),
+            ("(b) Goodreads-100 NeuMF, 1x-2x", "inconsistent", g.replace(consistent=False))]
+
+
+def _fig4_compute(size: str, progress: bool) -> pd.DataFrame:
+    frames = []
+    for panel, label, cfg in _fig4_configs(size):
+        c = run(cfg, progress=progress).curve()
+        frames.append(c.assign(panel=panel, run=f"{panel}: {label}", subspaces=label, round=c["round"] + 1))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _fig4_plot(ours: pd.DataFrame, paper: pd.DataFrame):
+    from plotly.subplots import make_subplots
+
+    panels = list(dict.fromkeys(ours["panel"]))
+    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=panels)
+    for j, panel in enumerate(panels, start=1):
+        part = ours[ours.panel == panel]
+        for label, p in part.groupby("subspaces", sort=False):
+            fig.add_scatter(x=p["round"], y=p["metric"], mode="lines+markers", name=f"{label} ({panel[:3]})",
+                            line=dict(color=FP.METHOD_COLORS[label], dash="dot" if label == "inconsistent" else None),
+                            row=1, col=j)
+    fig.update_xaxes(title_text="round")
+    fig.update_yaxes(title_text="test accuracy", row=1, col=1)
+    if len(panels) > 1:
+        fig.update_yaxes(title_text="NDCG@20", row=1, col=2)
+    fig.update_layout(margin=dict(l=50, r=10, t=40, b=50))
+    return fig
+
+
+def _fig4_compare(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
+    out = []
+    for panel in dict.fromkeys(ours["panel"]):
+        part = ours[ours.panel == panel]
+        c = part[part.subspaces == "consistent"]["metric"].max()
+        i = part[part.subspaces == "inconsistent"]["metric"].max()
+        out.append({"quantity": f"{panel}: best consistent - best inconsistent", "paper": math.nan, "ours": c - i,
+                    "ok": bool(c > i), "note": "consistent above inconsistent (Fig. 4 is an image: no numbers)"})
+    return pd.DataFrame(out)
+
+
+# --- Fig. 1: the trade-off ------------------------------------------------------------------------------
+TRADEOFF_SCHEME = "1x-2x-4x-8x"
+
+
+def _tradeoff_compute(size: str, progress: bool) -> pd.DataFrame:
+    base = _ranking("ml-1m-100", size)
+    cfgs = tradeoff_configs(base, TRADEOFF_SCHEME)
+    results = [run(c, progress=progress) for c in cfgs]
+    from ..fair.engine import load_data
+
+    return tradeoff_frame(cfgs, results, load_data(cfgs[0]).n_users)
+
+
+def _tradeoff_compare(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
+    het = float(ours[ours.strategy == "FAIR-HET"]["metric"].iloc[0])
+    fixed = ours[ours.strategy == "one model size"]
+    return pd.DataFrame([{"quantity": f"{int(r.model_ratio)}x model, {r.devices_share:.0%} of devices",
+                          "paper": math.nan, "ours": r.metric, "ok": None, "note": ""} for r in fixed.itertuples()]
+                        + [{"quantity": "FAIR-HET, every device", "paper": math.nan, "ours": het,
+                            "ok": bool(het >= fixed["metric"].max() - 0.005),
+                            "note": "FAIR-HET at least the best single model size (0.005 slack)"}])
+
+
+# --- registration ---------------------------------------------------------------------------------------
+GR_NOTES = (
+    "Goodreads-100 is the authors' own file (their train/test split, 99 users, 359,014 item ids); NDCG@20 over all "
+    "items not in the user's training list, as their code. Ranking by popularity alone scores 0.2753 here: the "
+    "paper's 0.276-0.278 are at that level.",
+    f"{GOODREADS['rounds']} rounds with Adam lr {GOODREADS['lr']} (lazy Adam on the tables), evaluation every 10 "
+    "rounds, best value reported (the paper: up to 1000 rounds with early stopping, lr best of 1..1e-4).",
+    "Tables hashed by rows (blocks of d = 8 values, as the ROBE/ROAST mappings of the paper's experiments), sizes "
+    "m = the greatest power of two <= n / ratio (so '2x' is 2.74x here); user vectors stay on the devices.",
+)
+ML_NOTES = ("ML-1M-100 (the 100 most active users of ML-1M, the ReSN lists' own split) stands in for "
+            "AmazonProduct-100, whose training file is not available: the paper column is AmazonProduct-100's, for "
+            "the shape only.",
+            f"{ML1M100['rounds']} rounds, Adam lr {ML1M100['lr']}; otherwise as the Goodreads card.")
+
+
+def _register() -> None:
+    cards = [
+        _t2_card("goodreads-100", "goodreads-100", "Goodreads-100", GR_NOTES),
+        _t2_card("ml-1m-100", "amazon-100", "ML-1M-100 for AmazonProduct-100", ML_NOTES),
+        _t3_card("goodreads-100", "goodreads-100", "Goodreads-100", GR_NOTES),
+        _t3_card("ml-1m-100", "amazon-100", "ML-1M-100 for AmazonProduct-100", ML_NOTES),
+        R.FigureCard(
+            id="fair-table4-ml100k", title="FAIR Table 4: explicit ratings, test MSE per capacity scheme (NeuMF-MLP)",
+            caption=("Explicit feedback rating prediction on Goodreads-100 (MSE lower is better). We stop training "
+                     "after 1000 rounds. The FEDHM method cannot cater to compression ratios of 32 or beyond for an "
+                     "embedding table of 32 dimension. N/A implies the scheme cannot be run."),
+            kind="table", paper=P.TABLE4, configs=lambda size: _configs(_t4_rows(size)),
+            compute_fn=lambda size, progress: _run_rows(_t4_rows(size), "mse", progress),
+            plot_fn=lambda ours, paper: FP.table_bars(ours, paper, "mse"), compare_fn=_t4_compare, tolerance=None,
+            tolerance_text="shape: FAIR-HET <= FAIR-HOM (MSE) in every scheme; FedHM N/A exactly where the paper has "
+                           "N/A (ratios >= d = 32)",
+            expected="FAIR-HET below FAIR-HOM in every scheme, more so with three tiers; FedHM worse than FAIR-HET "
+                     "where it runs and N/A from 32x.",
+            columns=("capacity", "method", "mse", "round_best"),
+            notes=("ML-100K-100 (the 100 users with most ratings, 80/20 hold-out per user) instead of Goodreads-100, "
+                   "whose ratings are not available; MSE on 1-5 stars, so the level differs from the paper's.",
+                   f"NeuMF-MLP d = 32, three layers (64-32-16-8), MSE, K = 10, E = 1, {RATING['rounds']} rounds "
+                   "(the paper: 1000), Adam lr 1e-3, batch 64; a full-size FedAvg row added for reference (the "
+                   "paper's Appendix Table 8: 0.6527 at d = 32)."),
+            paper_ref="Table 4", dataset="ml-100k-100"),
+        R.FigureCard(
+            id="fair-table5-digits", title="FAIR Table 5: FAIR on a general model (MLP), test accuracy per scheme",
+            caption=("Test accuracy results of different model capacity settings compared to (uncompressed) full "
+                     "FEDAVG MNIST and FEMNIST datasets. N/A implies the scheme cannot be run."),
+            kind="table", paper=P.TABLE5, configs=lambda size: _configs(_t5_rows(size)),
+            compute_fn=lambda size, progress: _run_rows(_t5_rows(size), "accuracy", progress),
+            plot_fn=lambda ours, paper: FP.table_bars(ours, paper[paper["dataset"] == "mnist"], "accuracy"),
+            compare_fn=_t5_compare, tolerance=None,
+            tolerance_text="shape: FAIR-HET >= FAIR-HOM - 0.01 in every scheme; FAIR-HET runs where FedHM cannot",
+            expected="All methods near FedAvg at 2x-4x; at 64x FedHM cannot run and FAIR still trains every device.",
+            columns=("capacity", "method", "accuracy", "round_best"),
+            notes=("scikit-learn digits (8x8) instead of MNIST: the MLP is 64-512-10 (38,410 parameters, FAIR hashes "
+                   "all of them element-wise); 30 devices, Dirichlet(0.5) non-IID, E = 20, K = 10.",
+                   f"{DIGITS['rounds']} rounds (the paper: 200), SGD lr {DIGITS['lr']}, batch {DIGITS['batch_size']}.",
+                   "FedHM factorizes the hidden layer and keeps the classifier full (as FedHM does); within n / ratio "
+                   "values that works up to 4x here, so 2x-4x-8x is N/A for this small input layer (MNIST's 784 "
+                   "inputs leave room down to 64x)."),
+            paper_ref="Table 5", dataset="digits"),
+        R.FigureCard(
+            id="fair-table6-digits", title="FAIR Table 6: consistent against inconsistent subspaces (MLP on digits)",
+            caption="Server model accuracy on MNIST (E=20, K=10) using consistent and inconsistent sub-spaces.",
+            kind="table", paper=P.TABLE6, configs=lambda size: _configs(_t6_rows(size)),
+            compute_fn=lambda size, progress: _run_rows(_t6_rows(size), "accuracy", progress),
+            plot_fn=lambda ours, paper: FP.table_bars(ours, paper, "accuracy", color="subspaces"),
+            compare_fn=_t6_compare, tolerance=None,
+            tolerance_text="shape: consistent above inconsistent by >= 0.03 accuracy in every setting",
+            expected="Inconsistent subspaces (a different hash per device) learn far worse, homogeneous or not.",
+            columns=("subspaces", "capacity", "accuracy", "round_best"),
+            notes=("Digits 64-512-10 instead of MNIST 784-512-10; see the Table 5 card.",),
+            paper_ref="Table 6", dataset="digits"),
+        R.FigureCard(
+            id="fair-fig4", title="FAIR Fig. 4: test metric against round, consistent and inconsistent subspaces",
+            caption=("Global test metrics vs. round for consistent and inconsistent (independently drawn) sub-spaces "
+                     "for MLPs on MNIST (left) and Embedding on Goodreads-100 ranking task (right) trained using FAIR"),
+            kind="figure", paper=pd.DataFrame(columns=["panel", "round", "metric"]),
+            configs=lambda size: [c for _, _, c in _fig4_configs(size)], compute_fn=_fig4_compute,
+            plot_fn=_fig4_plot, compare_fn=_fig4_compare, tolerance=None,
+            tolerance_text="shape: the best consistent value above the best inconsistent one in both panels",
+            expected="Consistent subspaces train; inconsistent ones stall well below on both tasks.",
+            columns=("panel", "run", "round", "metric"),
+            notes=("(a) digits MLP 2x-4x-8x (Tables 5/6 settings); (b) Goodreads-100 FAIR-HET 1x-2x (Table 2 "
+                   "settings): with half the devices at 1x, only the 2x half hashes inconsistently there.",),
+            paper_ref="Fig. 4", dataset="digits, goodreads-100"),
+        R.FigureCard(
+            id="fair-fig1-tradeoff", title="FAIR Fig. 1: the model-loss / data-loss trade-off, from runs (ML-1M-100)",
+            caption=("Consider the information contributed by a device as the model-size trained with local data. ... "
+                     "FAIR provides smooth trade-off where each device can host a different sized model and contribute "
+                     "information based on its capacity."),
+            kind="figure", paper=pd.DataFrame(columns=["strategy", "devices_share", "metric"]),
+            configs=lambda size: tradeoff_configs(_ranking("ml-1m-100", size), TRADEOFF_SCHEME),
+            compute_fn=_tradeoff_compute, plot_fn=lambda ours, paper: FP.tradeoff(ours),
+            compare_fn=_tradeoff_compare, tolerance=None,
+            tolerance_text="shape: FAIR-HET at least the best single model size",
+            expected="One model size for all who can hold it: the full model keeps only a quarter of the devices, "
+                     "the 8x model all of them at a quarter... FAIR-HET is above the whole curve.",
+            columns=("strategy", "model_ratio", "devices_share", "metric"),
+            notes=("Fig. 1 is an illustration in the paper (no numbers); this card draws it from ML-1M-100 runs with "
+                   f"devices in four tiers {TRADEOFF_SCHEME} by user id.",),
+            paper_ref="Fig. 1 (left)", dataset="ml-1m-100"),
+    ]
+    for card in cards:
+        if card.id not in R._CARDS:
+            R.register(card)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Reproduce FAIR figure cards")
+    ap.add_argument("cards", nargs="*", help="card ids (default: every FAIR card)")
+    ap.add_argument("--size", default="smoke", choices=R.SIZES)
+    ap.add_argument("--save", action="store_true", help="write results/<id>.csv and .json")
+    ap.add_argument("--progress", action="store_true")
+    a = ap.parse_args(argv)
+    ids = a.cards or [c.id for c in R.list_cards() if c.id.startswith("fair-")]
+    for cid in ids:
+        res = R.reproduce(cid, a.size, a.progress)
+        print(f"{cid}: {res.runtime_s:.0f} s, within tolerance: {res.within_tolerance}")
+        print(R.get(cid).compare(res.ours).to_string(index=False))
+        if a.save:
+            cmd = f"python -m labcore.figures.fair_cards {cid} --size {a.size} --save"
+            print("saved", R.save(res, cmd))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

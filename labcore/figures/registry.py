@@ -1,0 +1,237 @@
+"""Figure cards: one paper figure or table, its config grid, the paper's numbers and our reproduction.
+
+A card knows how to build the runs behind a figure (`configs(size)`), turn
+their results into one small DataFrame (`compute(size, progress)`), and draw
+ours over the paper's (`plot(ours, paper)`). Two sizes:
+
+* ``smoke``: synthetic data and a handful of rounds, seconds per card (CI);
+  it exercises the whole pipeline but its numbers mean nothing.
+* ``full``: the real reproduction on the paper's datasets and settings.
+
+Runs are cached on disk by config key (see `labcore.fed.engine.run`), so
+cards that share a config share the run: Fig. 3's CoLR runs are also Fig. 4's,
+Fig. 5's and Table 2's.
+
+Full reproductions are committed as ``results/<id>.csv`` (our numbers) and
+``results/<id>.json`` (configs, command, runtime, date) so the app and the
+notebooks can show them at once: `stored(card_id)`.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from ..config import RunConfig
+
+SIZES = ("smoke", "full")
+COMPARE_COLUMNS = ("quantity", "paper", "ours", "ok", "note")
+KINDS = ("figure", "table")
+RESULTS_ENV = "LABCORE_RESULTS"
+
+
+@dataclass(frozen=True, eq=False)
+class FigureCard:
+    """One figure or table of a paper, reproducible at two sizes."""
+
+    id: str  # e.g. "colr-fig3-ml1m"
+    title: str
+    caption: str  # the paper's caption, verbatim
+    kind: str  # "figure" or "table"
+    paper: pd.DataFrame  # the paper's numbers where the text gives them (may have no rows)
+    configs: Callable[[str], list[RunConfig]]  # size -> the runs behind the card (empty: analytic card)
+    compute_fn: Callable[[str, bool], pd.DataFrame]  # (size, progress) -> our numbers
+    plot_fn: Callable[[pd.DataFrame, pd.DataFrame], object]  # (ours, paper) -> plotly Figure
+    compare_fn: Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame]  # (ours, paper) -> COMPARE_COLUMNS
+    tolerance: float | None  # in the unit of `tolerance_text`; None: a shape check only
+    tolerance_text: str  # what "within tolerance" means for this card
+    expected: str  # the expected shape of the result, in one or two sentences
+    columns: tuple[str, ...]  # columns `compute` returns (the plot and the check use them)
+    notes: tuple[str, ...] = ()  # deviations from the paper (split, dataset subset, rounds, ...)
+    paper_ref: str = ""  # where in the paper the numbers come from
+    dataset: str = ""
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"kind={self.kind!r} is invalid: allowed values are {', '.join(KINDS)}")
+
+    def compute(self, size: str = "smoke", progress: bool = False) -> pd.DataFrame:
+        _check_size(size)
+        out = self.compute_fn(size, progress)
+        missing = [c for c in self.columns if c not in out.columns]
+        if missing:
+            raise RuntimeError(f"card {self.id} computed no column(s) {', '.join(missing)}")
+        return out
+
+    def plot(self, ours: pd.DataFrame, paper: pd.DataFrame | None = None):
+        return self.plot_fn(ours, self.paper if paper is None else paper)
+
+    def compare(self, ours: pd.DataFrame, paper: pd.DataFrame | None = None) -> pd.DataFrame:
+        """Ours beside the paper's, one quantity a row; `ok` is None for rows shown for information."""
+        out = self.compare_fn(ours, self.paper if paper is None else paper)
+        return out.reindex(columns=list(COMPARE_COLUMNS))
+
+    def check(self, ours: pd.DataFrame, paper: pd.DataFrame | None = None) -> bool:
+        """Within tolerance: every checked row of `compare` is ok (and there is at least one)."""
+        ok = [v for v in self.compare(ours, paper)["ok"] if v is not None and v == v]
+        return bool(ok) and all(bool(v) for v in ok)
+
+    def describe(self) -> str:
+        lines = [f"{self.id}  [{self.kind}]  {self.title}", f"  paper: {self.caption}"]
+        if self.paper_ref:
+            lines.append(f"  numbers: {self.paper_ref}")
+        lines.append(f"  expected: {self.expected}")
+        lines.append(f"  tolerance: {self.tolerance_text}")
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+@dataclass(eq=False)
+class CardResult:
+    card_id: str
+    ours: pd.DataFrame
+    paper: pd.DataFrame
+    figure: object  # plotly Figure
+    runtime_s: float
+    within_tolerance: bool
+    size: str
+    meta: dict = field(default_factory=dict)  # config list, command, date (stored results)
+
+
+_CARDS: dict[str, FigureCard] = {}
+
+
+class UnknownCardError(KeyError, ValueError):
+    """No card has this id; the message lists the valid ids."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def register(card: FigureCard) -> FigureCard:
+    if card.id in _CARDS:
+        raise ValueError(f"card {card.id} is registered twice")
+    _CARDS[card.id] = card
+    return card
+
+
+_LOADED = False
+
+
+def _ensure_loaded() -> None:
+    """Import the card modules once: `cards` (CoLR) and every `*_cards` module of this package."""
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    import importlib
+    import pkgutil
+
+    importlib.import_module(f"{__package__}.cards")
+    for mod in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if mod.name.endswith("_cards"):
+            importlib.import_module(f"{__package__}.{mod.name}")
+
+
+def list_cards() -> list[FigureCard]:
+    _ensure_loaded()
+    return list(_CARDS.values())
+
+
+def card_ids() -> list[str]:
+    return [c.id for c in list_cards()]
+
+
+def get(card_id: str) -> FigureCard:
+    _ensure_loaded()
+    try:
+        return _CARDS[card_id]
+    except KeyError:
+        raise UnknownCardError(f"unknown figure card {card_id!r}; valid ids: {', '.join(_CARDS)}") from None
+
+
+def _check_size(size: str) -> None:
+    if size not in SIZES:
+        raise ValueError(f"size={size!r} is invalid: allowed values are {', '.join(SIZES)}")
+
+
+def reproduce(card_id: str, size: str = "smoke", progress: bool = False) -> CardResult:
+    """Run (or read from the run cache) every config of the card and compare with the paper."""
+    card = get(card_id)
+    _check_size(size)
+    t0 = time.perf_counter()
+    ours = card.compute(size, progress)
+    runtime = time.perf_counter() - t0
+    paper = card.paper.copy()
+    return CardResult(card.id, ours, paper, card.plot(ours, paper), runtime, card.check(ours, paper), size,
+                      {"configs": [c.to_query() for c in card.configs(size)]})
+
+
+# --- stored full-size results --------------------------------------------------
+def results_dir() -> Path:
+    """`$LABCORE_RESULTS`, else the checkout's results/ folder."""
+    env = os.environ.get(RESULTS_ENV)
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "results"
+
+
+def save(result: CardResult, command: str, folder: Path | str | None = None, runtime_s: float | None = None) -> Path:
+    """Write results/<id>.csv and results/<id>.json (configs, command, runtime, date)."""
+    folder = Path(folder) if folder else results_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    card = get(result.card_id)
+    result.ours.to_csv(folder / f"{card.id}.csv", index=False, float_format="%.6g")
+    meta = {
+        "card": card.id,
+        "title": card.title,
+        "size": result.size,
+        "command": command,
+        "runtime_s": round(float(runtime_s if runtime_s is not None else result.runtime_s), 1),  # this command
+        "within_tolerance": bool(result.within_tolerance),
+        "tolerance": card.tolerance_text,
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "notes": list(card.notes),
+        "configs": [{"key": c.key(), **c.to_query()} for c in card.configs(result.size)],
+    }
+    if result.size == "full":
+        from .runs import run_times, write_run_times
+
+        times = run_times(folder)
+        secs, cpus = dict(zip(times["key"], times["seconds"])), dict(zip(times["key"], times["cpu_seconds"]))
+        keys = [c["key"] for c in meta["configs"]]
+        known = [k for k in keys if k in secs and secs[k] == secs[k]]
+        # the card's own runs, trained alone (sharing none with other cards): wall-clock and CPU seconds
+        meta["standalone_runtime_s"] = round(float(sum(secs[k] for k in known)), 1) if keys else None
+        cpu = [cpus[k] for k in known if cpus[k] == cpus[k]]
+        meta["standalone_cpu_s"] = round(float(sum(cpu)), 1) if keys else None
+        meta["runs_without_time"] = len(keys) - len(known)  # trained elsewhere (e.g. a concurrent run): not logged
+        meta["runs_without_cpu_time"] = len(keys) - len(cpu)
+        for c in meta["configs"]:
+            c["train_seconds"] = None if secs.get(c["key"]) != secs.get(c["key"]) else secs.get(c["key"])
+            c["train_cpu_seconds"] = None if cpus.get(c["key"]) != cpus.get(c["key"]) else cpus.get(c["key"])
+        write_run_times(folder)
+    meta.update({k: v for k, v in result.meta.items() if k not in meta})
+    (folder / f"{card.id}.json").write_text(json.dumps(meta, indent=1, default=list) + "\n")
+    return folder / f"{card.id}.csv"
+
+
+def stored(card_id: str, folder: Path | str | None = None) -> CardResult | None:
+    """The committed full-size reproduction of a card, or None if there is none."""
+    card = get(card_id)
+    folder = Path(folder) if folder else results_dir()
+    csv, meta_path = folder / f"{card.id}.csv", folder / f"{card.id}.json"
+    if not csv.exists():
+        return None
+    ours = pd.read_csv(csv)
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    paper = card.paper.copy()
+    runtime = meta.get("standalone_runtime_s") or meta.get("runtime_s")  # its runs' training time if logged
+    return CardResult(card.id, ours, paper, card.plot(ours, paper), float(runtime if runtime else "nan"),
+                      card.check(ours, paper), meta.get("size", "full"), meta)

@@ -1,0 +1,362 @@
+"""The STTFedRec reproduction: config grids, the tables and figures as DataFrames, and the command that stores them.
+
+    python -m labcore.sttfedrec.experiments            # smoke size (synthetic, seconds)
+    python -m labcore.sttfedrec.experiments --full --save   # ML-1M, writes results/sttfedrec-*.csv/.json
+
+Two sizes, like the figure cards:
+* smoke: a 300-user synthetic movie catalogue, a few rounds; tests the pipeline, the numbers mean nothing.
+* full: ML-1M with section 4.1's settings (K = 50, T = 10, rho = 0.9, dropout 0.2, FedAdam with decay),
+  with fewer rounds than a converged run (the budget of the whole reproduction is ~35 minutes of a 2-core
+  CPU): FULL_ROUNDS for Table 2, SWEEP_ROUNDS for Fig. 4, K_ROUNDS for Fig. 5 / 6.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .config import STTConfig
+from .frameworks import load_bundle, run
+
+SIZES = ("smoke", "full")
+FULL_ROUNDS = 400
+SWEEP_ROUNDS = 200
+K_ROUNDS = 150
+CENTRAL_STEPS = 600
+RHOS = (0.5, 0.6, 0.7, 0.8, 0.9)  # the paper's grid, T = 10 items per request (clicks per request vary)
+ONE_CLICK_T = (2, 3, 4, 5, 10)  # one click per request, T - 1 non-clicks: rho = 1 - 1/T = 0.5, 0.67, 0.75, 0.8, 0.9
+KS = (25, 50, 100, 200)
+
+FULL = dict(dataset="ml-1m", clients_per_round=50, request_size=10, rho=0.9, batches_per_round=1,
+            rounds=FULL_ROUNDS, lr=1e-3, lr_decay=0.01, decay_every=10, dropout=0.2, gamma=10.0, eval_every=100,
+            eval_users=1000, chain_every=200, n_features=4096, history=5)
+SMOKE = dict(dataset="synthetic", synthetic_users=300, synthetic_items=400, clients_per_round=20, request_size=10,
+             rho=0.9, rounds=12, eval_every=6, eval_users=0, chain_every=6, n_features=512, history=5)
+
+
+def base(size: str, **kw) -> STTConfig:
+    if size not in SIZES:
+        raise ValueError(f"size={size!r} is invalid: allowed values are {', '.join(SIZES)}")
+    return STTConfig(**{**(FULL if size == "full" else SMOKE), **kw})
+
+
+# --- grids ---------------------------------------------------------------------------------------------------
+def table2_configs(size: str) -> list[STTConfig]:
+    full = size == "full"
+    central = dict(framework="centralized", central_batch=256, max_steps=CENTRAL_STEPS if full else 10,
+                   eval_every=200 if full else 5)
+    return [
+        base(size, tower="dssm", **central), base(size, tower="clsm", **central),
+        base(size, framework="fcf", lr=0.5, mf_dim=64, chain_every=0),
+        base(size, framework="fedmvmf", mf_dim=64, chain_every=0),
+        base(size, framework="fl", tower="dssm", chain_every=0), base(size, framework="fl", tower="clsm", chain_every=0),
+        base(size, framework="sttfedrec", tower="dssm"), base(size, framework="sttfedrec", tower="clsm"),
+    ]
+
+
+def fig4_configs(size: str) -> list[STTConfig]:
+    """Two series per tower: the paper's rho grid at T = 10, and one click per request with T = 1 / (1 - rho)."""
+    rounds = SWEEP_ROUNDS if size == "full" else SMOKE["rounds"]
+    fixed_t = [base(size, tower=t, rho=r, rounds=rounds, chain_every=0) for t in ("dssm", "clsm") for r in RHOS]
+    one_click = [base(size, tower=t, request_size=T, rho=1 - 1 / T, rounds=rounds, chain_every=0)
+                 for t in ("dssm", "clsm") for T in ONE_CLICK_T if T != 10]  # T = 10 is rho = 0.9 of the first series
+    return fixed_t + one_click
+
+
+def fig56_configs(size: str, tower: str) -> list[STTConfig]:
+    full = size == "full"
+    ks = KS if full else (5, 10, 20)
+    return [base(size, tower=tower, clients_per_round=k, rounds=K_ROUNDS if full else SMOKE["rounds"],
+                 eval_every=25 if full else 3, eval_users=500 if full else 0, chain_every=0) for k in ks]
+
+
+def all_configs(size: str) -> list[STTConfig]:
+    return table2_configs(size) + fig4_configs(size) + fig56_configs(size, "dssm") + fig56_configs(size, "clsm")
+
+
+# --- running ---------------------------------------------------------------------------------------------------
+RUN_LOG: dict[str, dict] = {}  # key -> seconds (wall and CPU) of runs trained in this process
+
+
+def run_all(cfgs: list[STTConfig], progress: bool = False) -> list:
+    out = []
+    for i, cfg in enumerate(cfgs):
+        w0, c0 = time.perf_counter(), time.process_time()
+        res = run(cfg, progress=False)
+        if not res.cached:
+            RUN_LOG[cfg.key()] = {"label": cfg.label(), "wall_s": round(time.perf_counter() - w0, 1),
+                                  "cpu_s": round(time.process_time() - c0, 1)}
+        if progress:
+            f = res.final
+            print(f"  [{i + 1}/{len(cfgs)}] {cfg.label():<16} rho={cfg.rho} K={cfg.clients_per_round} "
+                  f"AUC {f['auc']:.4f} P@10 {f['p10']:.4f} NDCG@10 {f['ndcg10']:.4f} "
+                  f"{'cached' if res.cached else f'{time.perf_counter() - w0:.0f} s'}", file=sys.stderr, flush=True)
+        out.append(res)
+    return out
+
+
+TABLE2_PAPER = pd.DataFrame([  # Table 2, MovieLens column (mean of 3 builds; %)
+    {"model": "DSSM", "auc": 78.55, "p10": 36.22, "ndcg10": 34.06},
+    {"model": "CLSM", "auc": 80.11, "p10": 38.20, "ndcg10": 35.27},
+    {"model": "FCF", "auc": 73.56, "p10": 30.15, "ndcg10": 25.85},
+    {"model": "FedMVMF", "auc": 74.75, "p10": 32.07, "ndcg10": 26.99},
+    {"model": "FL-DSSM", "auc": 69.34, "p10": 27.66, "ndcg10": 22.86},
+    {"model": "FL-CLSM", "auc": 73.53, "p10": 31.17, "ndcg10": 25.33},
+    {"model": "STTFedRec-DSSM", "auc": 69.05, "p10": 27.04, "ndcg10": 22.61},
+    {"model": "STTFedRec-CLSM", "auc": 73.50, "p10": 31.15, "ndcg10": 25.37},
+])
+
+
+def table2(size: str = "smoke", progress: bool = False) -> pd.DataFrame:
+    cfgs = table2_configs(size)
+    rows = []
+    for cfg, res in zip(cfgs, run_all(cfgs, progress)):
+        steps = cfg.max_steps if cfg.framework == "centralized" else cfg.rounds
+        rows.append({"model": cfg.label(), "framework": cfg.framework, "tower": cfg.tower, **res.final,
+                     "rounds_or_steps": steps, "train_seconds": res.meta.get("train_seconds"),
+                     "train_cpu_seconds": res.meta.get("train_cpu_seconds"), "key": cfg.key()})
+    return pd.DataFrame(rows)
+
+
+def fig4(size: str = "smoke", progress: bool = False) -> pd.DataFrame:
+    cfgs = fig4_configs(size)
+    rows = []
+    for c, r in zip(cfgs, run_all(cfgs, progress)):
+        row = {"tower": c.tower, "rho": round(c.effective_rho, 4), "request_size": c.request_size,
+               "n_click": c.n_click, **r.final, "rounds": c.rounds, "key": c.key()}
+        if c.request_size == 10:
+            rows.append({"series": "T = 10", **row})
+        if c.n_click == 1:  # rho = 0.9 at T = 10 belongs to both series
+            rows.append({"series": "one click", **row})
+    return pd.DataFrame(rows)
+
+
+def fig56(size: str = "smoke", tower: str = "dssm", progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(curves, costs): AUC by round for each K, and the measured chain cost per round for each K."""
+    from .efficiency import chain_cost_sweep
+
+    cfgs = fig56_configs(size, tower)
+    curves = []
+    for c, r in zip(cfgs, run_all(cfgs, progress)):
+        h = r.history.dropna(subset=["auc"])
+        for _, row in h.iterrows():
+            curves.append({"tower": tower, "K": c.clients_per_round, "round": int(row["round"]) + 1, "auc": row["auc"],
+                           "ndcg10": row["ndcg10"], "final": False})
+        curves.append({"tower": tower, "K": c.clients_per_round, "round": c.rounds, "auc": r.final["auc"],
+                       "ndcg10": r.final["ndcg10"], "final": True})
+    from .towers import TwoTower
+
+    model = TwoTower(tower, cfgs[0].n_features)
+    n_user = sum(p.numel() for p in model.user.parameters())
+    costs = []
+    for c in cfgs:
+        union = _union_size(c)
+        n = n_user + union * model.item.out_dim + 1  # [user-tower gradient | item-embedding gradients | loss]
+        d = chain_cost_sweep(n, Ks=(c.clients_per_round,), measured_values=1 << 17 if size == "full" else 1 << 12,
+                             repeats=5 if size == "full" else 1)
+        d.insert(0, "tower", tower)
+        d["union_items"] = union
+        d["user_tower_values"] = n_user
+        costs.append(d)
+    return pd.DataFrame(curves), pd.concat(costs, ignore_index=True)
+
+
+def fig56_frame(size: str = "smoke", tower: str = "dssm", progress: bool = False) -> pd.DataFrame:
+    """Fig. 5 / 6 as one frame (the card's): convergence rows (kind 'curve') and chain-cost rows (kind 'chain')."""
+    curves, costs = fig56(size, tower, progress)
+    return pd.concat([curves.assign(kind="curve"), costs.assign(kind="chain")], ignore_index=True)
+
+
+def privacy_frame(pv: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The privacy card's frame: the rho sweep (kind 'rho') and the linkage sweep (kind 'linkage')."""
+    return pd.concat([pv["rho"].assign(kind="rho"), pv["linkage"].assign(kind="linkage", attack="linkage")],
+                     ignore_index=True)
+
+
+def _union_size(cfg: STTConfig) -> int:
+    from .frameworks import FedTrainer
+
+    tr = FedTrainer.__new__(FedTrainer)
+    tr.cfg, tr.bundle = cfg, load_bundle(cfg)
+    return int(len(np.unique(tr.requests(0).items)))
+
+
+def table3(size: str = "smoke", reps: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    from .efficiency import table3 as t3
+
+    cfg = base(size)
+    return t3(cfg, reps=reps or (20 if size == "full" else 4))
+
+
+def privacy(size: str = "smoke") -> dict[str, pd.DataFrame]:
+    from .privacy import dropout_scenarios, linkage_sweep, rho_sweep
+
+    cat = load_bundle(base(size)).catalog
+    full = size == "full"
+    return {"rho": rho_sweep(cat, users=1000 if full else 100, rounds=10 if full else 4),
+            "linkage": linkage_sweep(cat, users=500 if full else 60, rounds_list=(1, 2, 5, 10, 20) if full else (1, 2, 4)),
+            "dropout": dropout_scenarios()}
+
+
+# --- storing results --------------------------------------------------------------------------------------------
+def results_dir() -> Path:
+    env = os.environ.get("LABCORE_RESULTS")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "results"
+
+
+def save_table(name: str, df: pd.DataFrame, meta: dict, folder: Path | None = None) -> Path:
+    """results/<name>.csv and results/<name>.json (command, configs, runtime, date, machine)."""
+    folder = Path(folder or results_dir())
+    folder.mkdir(parents=True, exist_ok=True)
+    df.to_csv(folder / f"{name}.csv", index=False, float_format="%.6g")
+    meta = {"name": name, "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[1]:.1f}",
+            **meta}
+    (folder / f"{name}.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
+    return folder / f"{name}.csv"
+
+
+def load_table(name: str, folder: Path | None = None) -> tuple[pd.DataFrame, dict] | None:
+    folder = Path(folder or results_dir())
+    if not (folder / f"{name}.csv").exists():
+        return None
+    meta_path = folder / f"{name}.json"
+    return pd.read_csv(folder / f"{name}.csv"), (json.loads(meta_path.read_text()) if meta_path.exists() else {})
+
+
+def _configs_meta(cfgs: list[STTConfig]) -> list[dict]:
+    """Each config's fields (those that differ from the defaults) and the seconds its training took."""
+    from .frameworks import cache_dir
+
+    out = []
+    for c in cfgs:
+        row = {"key": c.key(), "label": c.label(), **c.to_query()}
+        meta_path = cache_dir() / c.key() / "result.json"
+        if meta_path.exists():  # trained earlier: the seconds logged when it was trained
+            meta = json.loads(meta_path.read_text()).get("meta", {})
+            row.update({k: meta[k] for k in ("train_seconds", "train_cpu_seconds") if k in meta})
+        out.append(row)
+    return out
+
+
+PARTS = ("table2", "table3", "fig4", "fig5", "fig6", "privacy")
+
+
+def reproduce(size: str = "smoke", save: bool = False, progress: bool = True, parts=PARTS) -> dict[str, pd.DataFrame]:
+    """Compute every table and figure; with save=True write results/sttfedrec-*.csv/.json."""
+    command = "python -m labcore.sttfedrec.experiments" + (" --full" if size == "full" else "") + (
+        " --save" if save else "") + (f" --only {','.join(parts)}" if set(parts) != set(PARTS) else "")
+    out = {}
+    suffix = "ml1m" if size == "full" else "smoke"
+
+    def store(name, df, cfgs, t0, extra=None):
+        out[name] = df
+        if save:
+            metas = _configs_meta(cfgs)
+            trained = [m["train_seconds"] for m in metas if "train_seconds" in m]
+            save_table(f"sttfedrec-{name}-{suffix}", df, {
+                "size": size, "command": command, "runtime_s": round(time.perf_counter() - t0, 1),
+                "standalone_runtime_s": round(sum(trained), 1) if trained else None,
+                "train_cpu_seconds": round(sum(m.get("train_cpu_seconds", 0) for m in metas), 1),
+                "configs": metas, **(extra or {})})
+
+    if "table2" in parts:
+        t0 = time.perf_counter()
+        store("table2", table2(size, progress), table2_configs(size), t0)
+    if "table3" in parts:
+        t0 = time.perf_counter()
+        summary, parts_df = table3(size)
+        note = {"note": "one device, one round, untrained towers (time and bytes do not depend on the weights); "
+                        "medians over devices"}
+        store("table3", summary, [base(size)], t0, note)
+        store("table3-parts", parts_df, [base(size)], t0, note)
+    if "fig4" in parts:
+        t0 = time.perf_counter()
+        store("fig4", fig4(size, progress), fig4_configs(size), t0)
+    for fig, tower in (("fig5", "dssm"), ("fig6", "clsm")):
+        if fig in parts:
+            t0 = time.perf_counter()
+            store(fig, fig56_frame(size, tower, progress), fig56_configs(size, tower), t0,
+                  {"note": "chain times measured on a column slice and scaled linearly to the full vector"})
+    if "privacy" in parts:
+        t0 = time.perf_counter()
+        pv = privacy(size)
+        store("privacy", privacy_frame(pv), [], t0)
+        store("privacy-dropout", pv["dropout"], [], t0)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--full", action="store_true", help="ML-1M (LABCORE_DATA must hold ml-1m/)")
+    ap.add_argument("--save", action="store_true", help="write results/sttfedrec-*.csv/.json")
+    ap.add_argument("--only", default="", help="comma-separated: table2,table3,fig4,fig5,fig6,privacy")
+    a = ap.parse_args(argv)
+    from .frameworks import use_one_thread
+
+    use_one_thread()
+    parts = tuple(a.only.split(",")) if a.only else PARTS
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = reproduce("full" if a.full else "smoke", save=a.save, parts=parts)
+    with pd.option_context("display.width", 200, "display.max_columns", 30):
+        for name, df in out.items():
+            print(f"\n== {name}\n{df.to_string(index=False, max_rows=60)}")
+    print(f"\nwall {time.perf_counter() - t0:.0f} s, CPU {time.process_time() - c0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
+
+
+# --- the docs/reproduction.md tables ------------------------------------------------------------------------------
+def _md(df: pd.DataFrame) -> str:
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for _, r in df.iterrows():
+        lines.append("| " + " | ".join(str(r[c]) for c in cols) + " |")
+    return "\n".join(lines)
+
+
+def markdown_tables(folder: Path | None = None) -> dict[str, str]:
+    """Paper beside ours, as markdown, from the stored results (results/sttfedrec-*-ml1m.csv)."""
+    from .efficiency import TABLE3_PAPER
+
+    out = {}
+    t2 = load_table("sttfedrec-table2-ml1m", folder)
+    if t2:
+        o = t2[0].set_index("model")
+        p = TABLE2_PAPER.set_index("model")
+        rows = []
+        for m in p.index:
+            if m in o.index:
+                rows.append({"model": m, "AUC paper": f"{p.loc[m, 'auc']:.2f}", "AUC ours": f"{100 * o.loc[m, 'auc']:.2f}",
+                             "P@10 paper": f"{p.loc[m, 'p10']:.2f}", "P@10 ours": f"{100 * o.loc[m, 'p10']:.2f}",
+                             "NDCG@10 paper": f"{p.loc[m, 'ndcg10']:.2f}",
+                             "NDCG@10 ours": f"{100 * o.loc[m, 'ndcg10']:.2f}",
+                             "train s (CPU s)": f"{o.loc[m, 'train_seconds']:.0f} ({o.loc[m, 'train_cpu_seconds']:.0f})"})
+        out["table2"] = _md(pd.DataFrame(rows))
+    t3 = load_table("sttfedrec-table3-ml1m", folder)
+    if t3:
+        o = t3[0].set_index("model")
+        p = TABLE3_PAPER.set_index("model")
+        rows = []
+        for m in o.index:
+            pm = m.split("/")[0]
+            has = pm in p.index and "/" not in m
+            f = lambda col, fmt: (fmt.format(p.loc[pm, col]) if has else "")  # noqa: E731
+            rows.append({"model": m, "train ms paper": f("train_ms", "{:.0f}"), "train ms ours": f"{o.loc[m, 'train_ms']:.1f}",
+                         "chain ms ours": f"{o.loc[m, 'chain_ms']:.1f}",
+                         "infer ms paper": f("infer_ms", "{:.0f}"), "infer ms ours": f"{o.loc[m, 'infer_ms']:.2f}",
+                         "train MB paper": f("train_mb", "{:.2f}"), "train MB ours (server links / all)":
+                             f"{o.loc[m, 'train_mb_server_links']:.2f} / {o.loc[m, 'train_mb']:.2f}",
+                         "infer MB paper": f("infer_mb", "{:.2f}"), "infer MB ours": f"{o.loc[m, 'infer_mb']:.3f}"})
+        out["table3"] = _md(pd.DataFrame(rows))
+    return out

@@ -1,0 +1,82 @@
+"""The app's background runs: shared between sessions, stoppable between rounds, resumed exactly."""
+import time
+
+import pandas as pd
+import pytest
+
+from labcore import RunConfig, run
+from labcore.app import jobs
+
+CFG = RunConfig(synthetic_size="tiny", dim=8, rank=2, rounds=12, clients_per_round=10, eval_every=3, rank_every=2,
+                checkpoint_every=1000)
+NUMERIC = ["loss", "hr", "ndcg", "bytes_up", "bytes_down", "cum_bytes", "t_comm", "wallclock", "n90_mean"]
+
+
+def _wait(job, timeout=60):
+    t0 = time.monotonic()
+    while not job.done:
+        job.wait(job.version, 0.2)
+        assert time.monotonic() - t0 < timeout
+    return job
+
+
+def _data():
+    from labcore.data import load_dataset
+
+    return load_dataset("synthetic", size="tiny")
+
+
+def test_sessions_asking_for_the_same_config_share_one_job(tmp_path):
+    hub = jobs.JobHub()
+    a = hub.follow(CFG, _data(), "session-a", tmp_path)
+    b = hub.follow(CFG, _data(), "session-b", tmp_path)
+    assert a is b and a.watchers == 2
+    _wait(a)
+    assert a.error is None and a.snapshot.complete and len(a.snapshot.table) == CFG.rounds
+    assert jobs.stored(CFG, tmp_path) is not None  # saved in the core's on-disk cache
+    assert hub.follow(CFG, _data(), "session-c", tmp_path) is a  # finished: served, not retrained
+
+
+def test_a_stopped_run_resumes_to_the_same_numbers_as_an_uninterrupted_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(jobs, "PUBLISH_S", 0.0)  # publish every round
+    hub = jobs.JobHub()
+    slow = CFG.replace(rounds=80, clients_per_round=40, dim=32)
+    job = hub.follow(slow, _data(), "s", tmp_path)
+    while job.round < 3:
+        job.wait(job.version, 0.5)
+    job.release("s", now=True)  # the Stop button
+    _wait(job)
+    assert job.stopped and 3 <= job.round < slow.rounds
+    assert (tmp_path / slow.key() / "checkpoint.pt").exists()
+    again = hub.follow(slow, _data(), "s", tmp_path)
+    assert again is not job
+    _wait(again)
+    assert again.resumed_from == job.round and again.snapshot.complete
+    ref = run(slow, data=_data(), use_cache=False, progress=False)
+    pd.testing.assert_frame_equal(again.snapshot.table[NUMERIC], ref.table[NUMERIC])
+
+
+def test_a_job_nobody_watches_stops_and_a_quick_reattach_keeps_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(jobs, "RELEASE_GRACE_S", 0.5)
+    hub = jobs.JobHub()
+    slow = CFG.replace(rounds=400)
+    job = hub.follow(slow, _data(), "s", tmp_path)
+    job.release("s")  # a rerun of the same view releases ...
+    assert hub.follow(slow, _data(), "s", tmp_path) is job  # ... and re-attaches before the grace ends
+    time.sleep(0.8)
+    assert not job.done
+    job.release("s")  # a changed setting: nobody re-attaches
+    _wait(job)
+    assert job.stopped and job.round < slow.rounds
+
+
+def test_errors_reach_the_watchers_and_the_server_bounds_concurrent_runs(tmp_path):
+    hub = jobs.JobHub(max_running=1)
+    bad = CFG.replace(clients_per_round=1000)  # more clients than the tiny dataset has users
+    job = _wait(hub.follow(bad, _data(), "s", tmp_path))
+    assert job.error and "clients_per_round" in job.error
+    long = hub.follow(CFG.replace(rounds=10_000), _data(), "s", tmp_path)
+    with pytest.raises(jobs.Busy):
+        hub.follow(CFG.replace(rounds=10_001), _data(), "s", tmp_path)
+    long.release("s", now=True)
+    _wait(long)

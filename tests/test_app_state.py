@@ -1,0 +1,129 @@
+"""The app's URL scheme (labcore.app.state): links round-trip, bad links fall back with a message."""
+import random
+
+import pytest
+
+from labcore.app import presets, state
+from labcore.app.state import COMPARE, ENCRYPTION, EXPLORER, FIGURES, PAGES, encode, link, parse
+from labcore.config import RunConfig
+
+
+def _random_value(c, rng):
+    if c.kind in ("select", "select_slider", "chain"):
+        return rng.choice(c.options)
+    if c.kind == "tiers":
+        return rng.choice(list(state.TIER_PRESETS.values()))
+    if c.kind == "toggle":
+        return rng.random() < 0.5
+    if c.kind in ("slider", "number"):
+        if isinstance(c.step, float) or isinstance(c.lo, float):
+            return round(rng.uniform(c.lo, min(c.hi, 10.0)), 3)
+        return rng.randint(int(c.lo), int(min(c.hi, 10_000)))
+    raise AssertionError(c.kind)
+
+
+@pytest.mark.parametrize("spec", [EXPLORER, COMPARE, ENCRYPTION], ids=lambda s: s.name)
+def test_every_valid_view_round_trips_through_its_link(spec):
+    rng = random.Random(0)
+    n = 0
+    for _ in range(400):
+        values = {c.field: _random_value(c, rng) for c in spec.controls if rng.random() < 0.4}
+        try:
+            cfg = spec.base.replace(**values)
+        except ValueError:  # an inconsistent draw (rank > d, ckks with top-k, ...): not a view
+            continue
+        q = encode(cfg, spec)
+        assert all(isinstance(v, str) for v in q.values())
+        p = parse(q, spec)
+        assert p.warnings == [], (q, p.warnings)
+        assert p.cfg == cfg
+        n += 1
+    assert n > 50
+
+
+def test_the_bare_url_is_the_default_view_and_defaults_are_not_written():
+    p = parse({}, EXPLORER)
+    assert p.cfg == EXPLORER.base and p.warnings == [] and p.hide == frozenset()
+    assert encode(EXPLORER.base, EXPLORER, p.options) == {}
+    assert EXPLORER.base.rounds == 100  # the live default (the core's is 200)
+
+
+def test_the_seed_and_options_are_part_of_the_link():
+    cfg = EXPLORER.base.replace(seed=7, method="fedmf", up_bits=4)
+    q = encode(cfg, EXPLORER, {"y": "ndcg"}, ("encryption", "bits"))
+    assert q == {"method": "fedmf", "up_bits": "4", "seed": "7", "_y": "ndcg", "_hide": "encryption,bits"}
+    p = parse(q, EXPLORER)
+    assert p.cfg == cfg and p.options["y"] == "ndcg"
+    assert p.hide == {"encryption", "up_bits", "down_bits"}  # a group hides each of its controls
+    assert link(cfg, y="ndcg") == "explorer?method=fedmf&up_bits=4&seed=7&_y=ndcg"
+
+
+@pytest.mark.parametrize("query, field, fragment", [
+    ({"dim": "abc"}, "dim", "expected an integer"),
+    ({"method": "lora"}, "method", "allowed values are"),
+    ({"rank": "0"}, "rank", "allowed range"),
+    ({"rank": "200"}, "rank", "must be <= dim"),
+    ({"clients_per_round": "5000"}, "clients_per_round", "range is 1..500"),  # valid, but off the slider
+    ({"topk_ratio": "0.05"}, "topk_ratio", "the control offers"),
+    ({"bandwidth_tiers": "[[0.5,1,1]]"}, "bandwidth_tiers", "add up to 1"),
+    ({"bandwidth_tiers": "not json"}, "bandwidth_tiers", "JSON list"),
+    ({"up_bits": "-3"}, "up_bits", "allowed range"),
+    ({"seed": "1.5"}, "seed", "expected an integer"),
+])
+def test_a_bad_value_falls_back_to_the_default_with_a_message_naming_the_field(query, field, fragment):
+    p = parse(query, EXPLORER)
+    assert p.cfg == EXPLORER.base
+    assert len(p.warnings) == 1 and field in p.warnings[0] and fragment in p.warnings[0], p.warnings
+
+
+def test_settings_that_do_not_fit_together_drop_the_offending_one():
+    p = parse({"dim": "8", "rank": "16", "seed": "3"}, EXPLORER)
+    assert (p.cfg.dim, p.cfg.rank, p.cfg.seed) == (8, EXPLORER.base.rank, 3)
+    assert any("rank=16" in w for w in p.warnings)
+    p = parse({"method": "svd", "encryption": "ckks"}, EXPLORER)
+    assert p.cfg.method == "svd" and p.cfg.encryption == "none"
+    assert any("encryption" in w and "svd" in w for w in p.warnings)
+    # the offending field is not in the link: everything falls back
+    p = parse({"dim": "2"}, EXPLORER)  # base rank 4 > d=2
+    assert p.cfg == EXPLORER.base and p.warnings
+
+
+def test_stale_and_unknown_parameters_are_reported_not_fatal():
+    p = parse({"colr_rank": "4", "_zoom": "2", "_hide": "encryption,nonsense", "embed": "true",
+               "_card": "colr-fig3-ml1m"}, EXPLORER)  # _card: the Figures page's option, ignored here
+    assert p.cfg == EXPLORER.base
+    text = " ".join(p.warnings)
+    assert "colr_rank" in text and "_zoom" in text and "nonsense" in text
+    assert "embed" not in text and "_card" not in text
+    assert p.hide == {"encryption"}
+
+
+def test_page_options_are_validated():
+    p = parse({"_mode": "fig9", "_values": "1,2,999", "_base": "maybe"}, COMPARE)
+    assert p.options == COMPARE.option_defaults() and len(p.warnings) == 3
+    p = parse({"_mode": "ratio", "_values": "8,2,2", "_base": "0"}, COMPARE)
+    assert p.options["mode"] == "ratio" and p.options["values"] == (2, 8) and p.options["base"] is False
+    p = parse({"_size": "huge"}, FIGURES)
+    assert p.options["size"] == "stored" and p.warnings
+
+
+def test_encryption_page_takes_ckks_parameters_from_the_link():
+    p = parse({"ckks_degree": "16384", "ckks_coeff_bits": "[60,40,40,60]", "ckks_scale_bits": "40"}, ENCRYPTION)
+    assert p.warnings == [] and p.cfg.ckks_degree == 16384 and p.cfg.ckks_chain() == (60, 40, 40, 60)
+    p = parse({"ckks_coeff_bits": "[60,60,60,60,60]"}, ENCRYPTION)  # 300 bits > 218 allowed at N=8192
+    assert p.cfg.ckks_coeff_bits == () and "ckks_coeff_bits" in p.warnings[0]
+
+
+@pytest.mark.parametrize("preset", presets.PRESETS, ids=lambda p: p.id)
+def test_every_paper_preset_is_a_valid_link(preset):
+    p = parse(preset.query, PAGES[preset.page])
+    assert p.warnings == []
+    assert p.cfg != PAGES[preset.page].base
+
+
+def test_every_hide_name_is_a_control_or_group():
+    for spec in (EXPLORER, COMPARE, ENCRYPTION):
+        for g, members in spec.groups.items():
+            assert parse({"_hide": g}, spec).hide == set(members)
+        with pytest.raises(ValueError):
+            RunConfig(rank=0)

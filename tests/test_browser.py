@@ -1,0 +1,181 @@
+"""End to end in a real browser: `streamlit run app.py` driven by Chromium through Playwright.
+
+Opens the app, moves the rank slider and checks that the chart and the byte counter change, then
+saves a screenshot of every page under artifacts/ (git-ignored). Needs the system Chromium at
+/usr/bin/chromium (scripts/setup.sh installs it on CI; DEVELOPERS.md explains the set-up).
+"""
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARTIFACTS = ROOT / "artifacts"
+# a light Explorer run (synthetic small, 30 rounds): the test checks the mechanics, not the numbers
+EXPLORER_QUERY = "?rounds=30&clients_per_round=30&dim=32&eval_every=3&rank_every=3"
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(),
+                                reason="needs Chromium at /usr/bin/chromium (scripts/setup.sh installs it as root "
+                                       "with apt-get; see DEVELOPERS.md)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """`streamlit run app.py` on a free loopback port, with its own result cache."""
+    port = _free_port()
+    env = {**os.environ, "LABCORE_CACHE": str(tmp_path_factory.mktemp("runs"))}
+    log = tmp_path_factory.mktemp("log") / "streamlit.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+             "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+             "--server.fileWatcherType", "none"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(url + "/_stcore/health", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"streamlit did not start:\n{log.read_text()}")
+                time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="module")
+def page():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        pg = browser.new_page(viewport={"width": 1500, "height": 2000})
+        pg.set_default_timeout(90_000)
+        yield pg
+        browser.close()
+
+
+def _idle(pg, timeout=120):
+    """Wait until the script run is over (Streamlit's 'running' indicator is gone) and the page settles."""
+    deadline = time.monotonic() + timeout
+    time.sleep(0.5)
+    while pg.locator("[data-testid=stStatusWidget]").count() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(0.8)
+
+
+def _finished(pg, rounds: int) -> None:
+    pg.wait_for_function(f"() => document.body.innerText.includes('round {rounds} / {rounds}: finished')",
+                         polling=200)
+    _idle(pg)
+
+
+def _metric(pg, label):
+    for text in pg.locator("[data-testid=stMetric]").all_inner_texts():
+        name, _, value = text.partition("\n")
+        if name.strip() == label:
+            return value.strip()
+    raise AssertionError(f"no metric {label!r}")
+
+
+def _panel_bytes(pg) -> float:
+    """Largest cumulative-bytes x value plotted in the Explorer's metric panel (second subplot)."""
+    return pg.evaluate("""() => {
+        const gd = document.querySelector('.js-plotly-plot');
+        let m = 0;
+        for (const t of gd._fullData) if (t.xaxis === 'x2') for (const v of Array.from(t.x)) m = Math.max(m, v);
+        return m;
+    }""")
+
+
+def _shot(pg, name):
+    ARTIFACTS.mkdir(exist_ok=True)
+    pg.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def test_moving_the_rank_slider_changes_the_chart_and_the_byte_counter(server, page):
+    page.goto(server + "/" + EXPLORER_QUERY)
+    page.wait_for_selector(".js-plotly-plot")
+    _finished(page, 30)
+    assert page.locator("[data-testid=stException]").count() == 0
+    assert "round 30 / 30" in page.locator("[data-testid=stProgress]").first.inner_text()
+    up_before, bytes_before = _metric(page, "upload / client / round"), _panel_bytes(page)
+    _shot(page, "explorer")
+
+    slider = page.locator('input[type=range][aria-label="rank r"]')
+    assert slider.get_attribute("value") == "4"
+    slider.focus()
+    for _ in range(4):
+        page.keyboard.press("ArrowRight")
+    page.wait_for_function("() => new URL(location.href).searchParams.get('rank') === '8'")
+    page.wait_for_function(
+        "(before) => Array.from(document.querySelectorAll('[data-testid=stMetric]'))"
+        ".some(m => m.innerText.startsWith('upload / client / round') && !m.innerText.includes(before))",
+        arg=up_before)
+    _finished(page, 30)
+    assert page.locator("[data-testid=stException]").count() == 0
+    up_after = _metric(page, "upload / client / round")
+    assert up_after != up_before
+    num = lambda s: float(re.sub(r"[^0-9.]", "", s)) * (1024 if "KB" in s else 1)  # noqa: E731
+    assert num(up_after) > 1.5 * num(up_before)  # rank 8 sends twice the factor of rank 4
+    assert _panel_bytes(page) > 1.5 * bytes_before  # and the plotted cumulative bytes moved with it
+    _shot(page, "explorer-rank8")
+
+
+def test_stop_halts_the_run_between_rounds_and_resume_continues_it(server, page):
+    page.goto(server + "/?rounds=1000&clients_per_round=30&dim=16&eval_every=50&rank_every=0&seed=5")
+    page.wait_for_function("() => /round ([1-9][0-9]+) \\/ 1000: training/.test(document.body.innerText)")
+    page.get_by_role("button", name="Stop").click()
+    page.wait_for_function("() => /round [0-9]+ \\/ 1000: stopped/.test(document.body.innerText)")
+    resume = page.get_by_role("button", name="Resume")
+    resume.wait_for()
+    at_stop = page.locator("[data-testid=stProgress]").first.inner_text()
+    time.sleep(2)
+    assert page.locator("[data-testid=stProgress]").first.inner_text() == at_stop  # nothing trains any more
+    stopped_round = int(re.search(r"round (\d+) /", at_stop).group(1))
+    resume.click()
+    page.wait_for_function(f"() => document.body.innerText.includes('resumed at round {stopped_round}')")
+    page.get_by_role("button", name="Stop").click()  # leave the server idle for the next test
+    page.wait_for_function("() => /: stopped/.test(document.body.innerText)")
+
+
+@pytest.mark.parametrize("name, path", [
+    ("compare", "/compare?rounds=10&_values=2,8"),
+    ("encryption", "/encryption"),
+    ("figures", "/figures?_card=colr-fig2-ml1m"),
+])
+def test_every_page_renders_in_the_browser(server, page, name, path):
+    page.goto(server + path)
+    page.wait_for_selector("h1")
+    page.wait_for_selector(".js-plotly-plot")
+    _idle(page)
+    assert page.locator("[data-testid=stException]").count() == 0
+    _shot(page, name)
+    if name == "encryption":
+        page.get_by_role("tab", name="Attack: what a curious server learns").click()
+        _idle(page)
+        _shot(page, "encryption-attack")

@@ -1,0 +1,85 @@
+"""FAIR figure cards: every card at smoke size (seconds), full size as slow tests on the stored runs."""
+import math
+
+import pandas as pd
+import pytest
+
+from labcore.figures import fair_cards, registry
+from labcore.fair import paper_ranking, plots
+from labcore.fair.tradeoff import tradeoff_configs
+
+FAIR_CARDS = ("fair-table2-goodreads", "fair-table2-ml1m", "fair-table3-goodreads", "fair-table3-ml1m",
+              "fair-table4-ml100k", "fair-table5-digits", "fair-table6-digits", "fair-fig4", "fair-fig1-tradeoff")
+
+
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory):
+    """One run cache for the module: cards that share a run (Fig. 4 and Tables 2/5/6) share it here too."""
+    return tmp_path_factory.mktemp("fair-runs")
+
+
+def test_every_fair_card_is_registered():
+    ids = {c.id for c in registry.list_cards()}
+    assert set(FAIR_CARDS) <= ids
+    for cid in FAIR_CARDS:
+        card = registry.get(cid)
+        assert card.caption and card.expected and card.tolerance_text and card.notes
+        assert all(hasattr(c, "key") for c in card.configs("smoke"))
+
+
+@pytest.mark.parametrize("card_id", FAIR_CARDS)
+def test_cards_reproduce_at_smoke_size(card_id, shared_cache, monkeypatch):
+    monkeypatch.setenv("LABCORE_CACHE", str(shared_cache))
+    res = registry.reproduce(card_id, "smoke")
+    card = registry.get(card_id)
+    assert set(card.columns) <= set(res.ours.columns)
+    cmp = card.compare(res.ours)
+    assert list(cmp.columns) == list(registry.COMPARE_COLUMNS) and len(cmp)
+    assert res.figure is not None
+
+
+def test_fedhm_rows_are_na_beyond_d(shared_cache, monkeypatch):
+    monkeypatch.setenv("LABCORE_CACHE", str(shared_cache))
+    ours = registry.get("fair-table2-goodreads").compute("smoke")
+    hm = ours[ours.method == "FedHM"].set_index("capacity")["ndcg"]
+    assert not math.isnan(hm["1x-2x"]) and not math.isnan(hm["1x-4x"])
+    assert math.isnan(hm["1x-8x"]) and math.isnan(hm["1x-16x"])
+
+
+def test_tradeoff_configs_span_data_loss_to_model_loss():
+    cfgs = tradeoff_configs(paper_ranking("synthetic", rounds=2), "1x-2x-4x-8x")
+    assert [c.model_ratio for c in cfgs[:-1]] == [1, 2, 4, 8] and cfgs[-1].method == "fair"
+    df = pd.DataFrame({"strategy": ["one model size"] * 2 + ["FAIR-HET"], "model_ratio": [1, 8, 0],
+                       "devices_share": [0.25, 1.0, 1.0], "metric": [0.2, 0.21, 0.25]})
+    assert len(plots.tradeoff(df).data) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("card_id", FAIR_CARDS)
+def test_cards_full_size_match_their_stored_results(card_id):
+    """Full size (hours on 2 cores without the run cache): recompute and compare with results/<id>.csv."""
+    stored = registry.stored(card_id)
+    if stored is None:
+        pytest.skip(f"no stored full-size result for {card_id}")
+    res = registry.reproduce(card_id, "full")
+    num = [c for c in res.ours.columns if res.ours[c].dtype.kind == "f"]
+    pd.testing.assert_frame_equal(res.ours[num].reset_index(drop=True), stored.ours[num].reset_index(drop=True),
+                                  check_exact=False, rtol=1e-4, atol=1e-6)
+    assert fair_cards.main is not None
+
+
+def test_fair_app_page_renders(shared_cache, monkeypatch):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("LABCORE_CACHE", str(shared_cache))
+    page = Path(__file__).resolve().parents[1] / "labcore" / "app" / "pages" / "fair.py"
+    at = AppTest.from_file(str(page), default_timeout=120)
+    at.query_params["_fair_data"] = "synthetic"
+    at.query_params["_fair_rounds"] = "4"
+    at.run()
+    assert not at.exception
+    assert [s.value for s in at.subheader][:2] == ["What a device stores", "Model loss or data loss (Fig. 1)"]
+    at.button[0].click().run()
+    assert not at.exception and len(at.dataframe) >= 2  # devices, trade-off (+ a stored card if any)

@@ -1,0 +1,208 @@
+"""Figure cards: registry, smoke reproductions of every card, Table 2's exact column, stored results."""
+import json
+import math
+
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from labcore import figures
+from labcore.cli import main
+from labcore.config import RunConfig
+from labcore.figures import cards, paper, runs
+
+EXPECTED_IDS = {"colr-fig2-ml1m", "colr-fig2-pinterest", "colr-fig3-ml1m", "colr-fig3-pinterest", "colr-fig4-ml1m",
+                "colr-fig5-ml1m", "colr-table2-ml1m", "colr-table3-ml1m", "colr-table4-ml1m"}
+ALL_IDS = sorted(EXPECTED_IDS)
+
+
+@pytest.fixture
+def results(tmp_path, monkeypatch):
+    folder = tmp_path / "results"
+    monkeypatch.setenv(figures.registry.RESULTS_ENV, str(folder))
+    return folder
+
+
+def test_registry_lists_every_card_with_its_metadata():
+    listed = [c for c in figures.list_cards() if c.id.startswith("colr-")]  # other papers' cards may be registered
+    assert {c.id for c in listed} == EXPECTED_IDS
+    assert len(listed) == len(EXPECTED_IDS)
+    assert len(set(figures.card_ids())) == len(figures.card_ids())
+    for c in listed:
+        assert c.kind in ("figure", "table")
+        assert c.caption.startswith(("Figure", "Table")) and c.title and c.expected and c.tolerance_text
+        assert isinstance(c.paper, pd.DataFrame) and c.columns
+        assert figures.get(c.id) is c
+        for size in figures.SIZES:
+            assert all(isinstance(cfg, RunConfig) for cfg in c.configs(size))
+
+
+def test_unknown_card_lists_the_valid_ids(capsys):
+    with pytest.raises(KeyError) as e:
+        figures.get("colr-fig9")
+    msg = str(e.value)
+    assert "unknown figure card 'colr-fig9'" in msg and all(i in msg for i in EXPECTED_IDS)
+    with pytest.raises(ValueError, match="size="):
+        figures.reproduce("colr-fig3-ml1m", size="huge")
+    assert main(["figure", "colr-fig9"]) == 2
+    assert "valid ids: colr-fig2-ml1m" in capsys.readouterr().err
+
+
+def test_smoke_configs_are_synthetic_and_full_configs_are_the_papers():
+    for c in map(figures.get, ALL_IDS):
+        assert all(cfg.dataset == "synthetic" and cfg.rounds <= 10 for cfg in c.configs("smoke"))
+        for cfg in c.configs("full"):
+            assert cfg.dataset == c.dataset and cfg.lr == runs.LR
+            if cfg.dataset == "ml-1m":
+                assert (cfg.clients_per_round, cfg.local_epochs, cfg.batch_size, cfg.rounds) == (60, 2, 256, 1000)
+            else:
+                assert cfg.clients_per_round == 375 and cfg.dim <= 16
+    fig3 = figures.get("colr-fig3-ml1m").configs("full")
+    assert sorted(c.dim for c in fig3 if c.method == "fedmf") == [1, 2, 4, 8, 16, 32, 64]
+    assert sorted(c.rank for c in fig3 if c.method == "colr") == [1, 2, 4, 8, 16, 32]
+    assert {c.dim for c in fig3 if c.method == "colr"} == {64}
+    pin = figures.get("colr-fig3-pinterest").configs("full")
+    assert sorted(c.dim for c in pin if c.method == "fedmf") == [1, 2, 4, 8, 16]
+    assert sorted(c.rank for c in pin if c.method == "colr") == [1, 2, 4, 8]
+
+
+def test_cards_share_runs_through_the_cache():
+    keys = lambda cid: {c.key() for c in figures.get(cid).configs("full")}  # noqa: E731
+    colr = {c.key() for c in runs.colr_grid("full")}
+    assert colr <= keys("colr-fig3-ml1m") and colr <= keys("colr-fig4-ml1m")
+    assert colr <= keys("colr-table2-ml1m")
+    assert {c.key() for c in runs.colr_grid("full", ranks=runs.FIG5_RANKS)} <= keys("colr-fig5-ml1m") & colr
+    assert keys("colr-fig2-ml1m") <= keys("colr-fig3-ml1m")
+    assert keys("colr-fig2-pinterest") <= keys("colr-fig3-pinterest")
+    assert {c.key() for c in runs.svd_grid("full")} <= keys("colr-table2-ml1m") & keys("colr-fig4-ml1m")
+
+
+@pytest.mark.parametrize("card_id", ALL_IDS)
+def test_every_card_runs_at_smoke_size_with_the_columns_its_plot_needs(card_id):
+    card = figures.get(card_id)
+    res = figures.reproduce(card_id, size="smoke")
+    assert res.card_id == card_id and res.size == "smoke" and res.runtime_s >= 0
+    assert len(res.ours) > 0 and set(card.columns) <= set(res.ours.columns)
+    assert isinstance(res.figure, go.Figure) and len(res.figure.data) > 0
+    assert isinstance(res.within_tolerance, bool)
+    cmp = card.compare(res.ours)
+    assert tuple(cmp.columns) == figures.COMPARE_COLUMNS and len(cmp) > 0
+    assert res.paper.equals(card.paper)
+
+
+def test_all_smoke_sizes_together_are_fast():
+    """Every card's smoke size, from an empty run cache, in well under a minute of CPU (CI budget)."""
+    import time
+
+    t0 = time.process_time()  # CPU time: not inflated when the machine is shared
+    for cid in ALL_IDS:
+        figures.reproduce(cid, size="smoke")
+    assert time.process_time() - t0 < 60
+
+
+def test_table2_paper_accounting_equals_the_papers_communication_column_exactly():
+    ours = cards.table2_paper_accounting()  # ML-1M: 3706 items, d=64, 1000 rounds, MB = 2**20
+    m = ours.merge(paper.TABLE2, on="method")
+    assert len(m) == len(paper.TABLE2) == 18
+    assert (m["comm_min_paper_accounting"].round(2) == m["comm_min"]).all(), m
+    mf = m.set_index("method").loc["MF-64"]
+    assert mf["values_per_round"] == 3706 * 64
+    assert math.isclose(mf["comm_min_paper_accounting"], 1000 * (3706 * 64 * 4 / 2**20) * (1 / 0.75 + 1 / 0.25) / 60)
+    # with MB = 10**6 the first row would not match: the paper's MB is 2**20 bytes
+    assert round(1000 * (3706 * 64 * 4 / 1e6) * (1 / 0.75 + 1 / 0.25) / 60, 2) != 80.43
+
+
+def test_table2_card_checks_the_exact_column():
+    card = figures.get("colr-table2-ml1m")
+    acc = cards.table2_paper_accounting()
+    ours = acc.assign(comm_min_measured=acc["comm_min_paper_accounting"] * 1.01, comp_min=169.0, total_min=250.0)
+    assert card.check(ours)
+    broken = ours.copy()
+    broken.loc[0, "comm_min_paper_accounting"] += 0.02
+    assert not card.check(broken)
+
+
+def test_paper_values_follow_the_papers_accounting():
+    n = 3706
+    assert runs.paper_values(runs.ml1m("full", method="fedmf"), n) == n * 64
+    assert runs.paper_values(runs.ml1m("full", method="colr", rank=4), n) == n * 4
+    assert runs.paper_values(runs.ml1m("full", method="svd", rank=4), n) == n * 4
+    assert runs.paper_values(runs.ml1m("full", method="topk", topk_ratio=4 / 64), n) == 2 * n * 4
+    assert runs.table2_label(runs.ml1m("full", method="topk", topk_ratio=4 / 64)) == "TopK@4"
+
+
+def test_table4_check_is_five_hr_points():
+    card = figures.get("colr-table4-ml1m")
+    ours = paper.TABLE4.copy()
+    assert card.check(ours)
+    ours.loc[2, "hr"] += 0.049
+    assert card.check(ours)
+    ours.loc[2, "hr"] += 0.002
+    assert not card.check(ours)
+
+
+def test_save_and_stored_round_trip(results):
+    assert figures.stored("colr-table4-ml1m") is None
+    res = figures.reproduce("colr-table4-ml1m", size="smoke")
+    res.size = "full"  # stand-in for a full reproduction: the file format is the same
+    path = figures.save(res, command="labcore figure colr-table4-ml1m --full --save")
+    assert path == results / "colr-table4-ml1m.csv"
+    meta = json.loads((results / "colr-table4-ml1m.json").read_text())
+    assert meta["command"].startswith("labcore figure") and meta["configs"] and "date" in meta
+    back = figures.stored("colr-table4-ml1m")
+    assert back is not None and back.size == "full" and isinstance(back.figure, go.Figure)
+    pd.testing.assert_frame_equal(back.ours[["global_rank", "local_rank"]], res.ours[["global_rank", "local_rank"]])
+    assert back.within_tolerance == res.within_tolerance
+
+
+@pytest.mark.parametrize("card_id", ALL_IDS)
+def test_committed_results_load_if_present(card_id, monkeypatch):
+    monkeypatch.delenv(figures.registry.RESULTS_ENV, raising=False)
+    folder = figures.results_dir()
+    if not (folder / f"{card_id}.csv").exists():
+        pytest.skip(f"no committed result for {card_id}")
+    res = figures.stored(card_id)
+    card = figures.get(card_id)
+    assert res.size == "full" and set(card.columns) <= set(res.ours.columns)
+    assert isinstance(res.figure, go.Figure)
+    meta = json.loads((folder / f"{card_id}.json").read_text())
+    assert meta["command"].startswith("labcore figure") and meta["size"] == "full"
+    if card_id == "colr-table2-ml1m":
+        assert res.within_tolerance  # the communication column is exact
+
+
+def test_cli_lists_runs_a_smoke_card_and_refuses_to_save_smoke(tmp_path, capsys, results):
+    assert main(["figure", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert all(i in out for i in EXPECTED_IDS)
+    html = tmp_path / "t4.html"
+    assert main(["figure", "colr-table4-ml1m", "--quiet", "--html", str(html)]) == 0
+    out = capsys.readouterr().out
+    assert "SCoLR r_g=32" in out and "64.59" in out and "[smoke]" in out
+    assert html.stat().st_size > 1000
+    assert main(["figure", "colr-table4-ml1m", "--save", "--html", "none"]) == 2
+    assert "--full" in capsys.readouterr().err
+    assert main(["figure", "colr-table4-ml1m", "--stored", "--html", "none"]) == 0
+    assert "no stored result" in capsys.readouterr().out
+    assert main(["figure", "colr-table4*", "--quiet", "--html", "none"]) == 0  # a pattern selects cards
+    assert "colr-table4-ml1m [smoke]" in capsys.readouterr().out
+    assert main(["figure", "nothing-*", "--html", "none"]) == 2
+    assert "no figure card matches" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("card_id", ALL_IDS)
+def test_full_reproduction_matches_the_stored_result(card_id):
+    """The real reproduction (minutes to an hour, real data in $LABCORE_DATA): same numbers as results/."""
+    from conftest import shared_data
+
+    if shared_data() is None:
+        pytest.skip("LABCORE_DATA is not set")
+    res = figures.reproduce(card_id, size="full")
+    stored = figures.stored(card_id)
+    if card_id == "colr-table2-ml1m":
+        assert res.within_tolerance
+    if stored is not None and card_id != "colr-table3-ml1m":  # Table 3 times are this machine's
+        for col in ("hr", "ndcg", "n90_mean", "comm_min_paper_accounting"):
+            if col in res.ours:
+                assert res.ours[col].to_numpy() == pytest.approx(stored.ours[col].to_numpy(), abs=1e-4)
