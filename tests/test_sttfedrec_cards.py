@@ -34,6 +34,7 @@ def test_table3_measures_both_frameworks(bundle):
 
 def test_chain_cost_sweep_is_exact_and_flat_for_devices():
     df = efficiency.chain_cost_sweep(10_000, Ks=(4, 16), measured_values=2_000, repeats=1)
+    assert (df["checked_values"] == 2_000).all()
     assert df["exact"].all()
     sh = df[df["mode"] == "shares"].set_index("K")
     assert (sh["sequential_hops"] == 2).all()

@@ -265,10 +265,11 @@ def _k_card(tower: str) -> FigureCard:
         columns=("kind", "K"),
         notes=("The paper's Fig. 5 / 6 are on Adressa, images only; ours is ML-1M.",
                "Convergence: 150 rounds per K, AUC on 500 evaluation users every 25 rounds, full evaluation at the end.",
-               "Chain times are measured with the real chain (uniform 64-bit ring shares, the neighbour's share "
-               "added, the aggregation server's sum) on a 65,536-value slice of each device's vector and scaled "
-               "linearly to its full length [user-tower gradient | union x 128 embedding gradients | loss]; the "
-               "least disturbed of 3 runs. 'relay' rows: the running-sum variant (K + 1 sequential hops).",
+               "Chain costs per round, 64-bit ring: a device's own work (fixed-point encoding, one uniform share, "
+               "a subtraction and an addition) on its full vector [user-tower gradient | union x 128 "
+               "item-embedding gradients | loss], the least disturbed of 5 runs; the aggregation server adding the "
+               "K full-length uploads. The real chain runs on a 65,536-value slice of K random gradients to check "
+               "that its sum is exact. 'relay' rows: the running-sum variant (K + 1 sequential hops).",
                SMOKE_NOTE),
         paper_ref=f"Fig. {n} (section 4.4)", dataset="ml-1m",
     )
