@@ -152,18 +152,20 @@ def explorer_browser(reps: int) -> None:
               f"{cold_chart:.2f} s, finished {cold_end:.2f} s")
         seed = page.locator('input[aria-label="seed"]')
         charts, ends = [], []
+        sig = ("() => { const g = document.querySelector('.js-plotly-plot');"
+               " return g && g._fullData ? JSON.stringify(g._fullData.map(t => Array.from(t.y || []))) : ''; }")
+        page.evaluate("() => new MutationObserver(() => { if (document.body.innerText.includes(': training'))"
+                      " window.__trained = true; }).observe(document.body, {subtree: true, childList: true,"
+                      " characterData: true})")
         for i in range(reps):
-            page.evaluate("() => { window.__old = document.querySelector('.js-plotly-plot'); }")
+            page.evaluate(f"() => {{ window.__sig = ({sig})(); window.__trained = false; }}")
             seed.fill(str(100 + i))
             t0 = time.perf_counter()
             seed.press("Enter")
-            page.wait_for_function(
-                "() => { const g = document.querySelector('.js-plotly-plot');"
-                " return g && g !== window.__old && /round [1-9][0-9]* \\/ 100/.test(document.body.innerText); }",
-                polling=20)
+            page.wait_for_function(f"() => ({sig})() !== window.__sig", polling=20)  # the chart shows the new run
             charts.append(time.perf_counter() - t0)
-            page.wait_for_function("() => document.body.innerText.includes('round 100 / 100: finished')",
-                                   polling=50)
+            page.wait_for_function("() => window.__trained && document.body.innerText.includes("
+                                   "'round 100 / 100: finished')", polling=50)
             ends.append(time.perf_counter() - t0)
         browser.close()
     print(f"   change -> first redrawn chart: median {statistics.median(charts):.2f} s, max {max(charts):.2f} s")

@@ -123,7 +123,8 @@ async def _ws_session(base: str, query: str, timeout_s: float) -> dict:
     from streamlit.proto.BackMsg_pb2 import BackMsg
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-    out = {"url": base + "/" + (("?" + query) if query else ""), "first_chart": None, "finished": None, "error": None}
+    out = {"url": base + "/" + (("?" + query) if query else ""), "first_status": None, "first_chart": None,
+           "finished": None, "error": None}
     ws_url = base.replace("http://", "ws://") + "/_stcore/stream"
     cache: dict[str, ForwardMsg] = {}
     timers: dict[str, asyncio.Task] = {}
@@ -174,6 +175,9 @@ async def _ws_session(base: str, query: str, timeout_s: float) -> dict:
                     elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
                         el = msg.delta.new_element
                         which = el.WhichOneof("type")
+                        if out["first_status"] is None and (
+                                which == "progress" or (which == "alert" and "training slot" in el.alert.body)):
+                            out["first_status"] = time.perf_counter() - t0  # the run's progress or its place in line
                         if which == "plotly_chart" and out["first_chart"] is None:
                             out["first_chart"] = time.perf_counter() - t0
                         elif which == "progress" and ": finished" in el.progress.text:
@@ -213,9 +217,13 @@ def _pct(xs: list[float], q: float) -> float:
 
 def report(name: str, res: list[dict], wall: float) -> int:
     errors = [r for r in res if r["error"]]
+    status = [r["first_status"] for r in res if r.get("first_status") is not None]
     first = [r["first_chart"] for r in res if r["first_chart"] is not None]
     done = [r["finished"] for r in res if r["finished"] is not None]
     print(f"{name}: {len(res)} sessions, errors {len(errors)}, wall {wall:.1f} s")
+    if status:
+        print(f"   time to first status (progress or place in line): median {statistics.median(status):.2f} s, "
+              f"p95 {_pct(status, 0.95):.2f} s")
     if first:
         print(f"   time to first chart: median {statistics.median(first):.2f} s, p95 {_pct(first, 0.95):.2f} s, "
               f"max {max(first):.2f} s")

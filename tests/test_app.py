@@ -6,7 +6,6 @@ import base64
 import json
 
 import numpy as np
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
@@ -237,3 +236,24 @@ def test_figures_page_warns_about_an_unknown_card():
     at = app({"_card": "fig-99"}, page="figures")
     assert any("fig-99" in w.value for w in at.warning)
     assert not at.exception
+
+
+def test_figures_page_renders_every_stored_reproduction():
+    from labcore.figures import list_cards, stored
+
+    ids = [c.id for c in list_cards() if stored(c.id) is not None]
+    for card_id in ids:
+        at = app({"_card": card_id}, page="figures")
+        assert at.selectbox(key="figures._card").value == card_id
+        assert "full size" in at.markdown[0].value or any("full size" in m.value for m in at.markdown)
+        assert not at.error, (card_id, [e.value for e in at.error])
+
+
+def test_the_other_papers_pages_render_from_the_navigation():
+    from labcore.app.pages import PAGES, SECTIONS, page_file
+
+    for name in SECTIONS["More papers"]:
+        if page_file(name).exists():
+            at = app({}, page=name)
+            assert at.title  # (without $LABCORE_DATA a page may explain in an error box what data it needs)
+    assert set(PAGES) == {n for names in SECTIONS.values() for n in names}

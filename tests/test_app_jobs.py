@@ -40,7 +40,7 @@ def test_sessions_asking_for_the_same_config_share_one_job(tmp_path):
 def test_a_stopped_run_resumes_to_the_same_numbers_as_an_uninterrupted_one(tmp_path, monkeypatch):
     monkeypatch.setattr(jobs, "PUBLISH_S", 0.0)  # publish every round
     hub = jobs.JobHub()
-    slow = CFG.replace(rounds=80, clients_per_round=40, dim=32)
+    slow = CFG.replace(rounds=300, clients_per_round=40, dim=32)
     job = hub.follow(slow, _data(), "s", tmp_path)
     while job.round < 3:
         job.wait(job.version, 0.5)
@@ -59,7 +59,7 @@ def test_a_stopped_run_resumes_to_the_same_numbers_as_an_uninterrupted_one(tmp_p
 def test_a_job_nobody_watches_stops_and_a_quick_reattach_keeps_it(tmp_path, monkeypatch):
     monkeypatch.setattr(jobs, "RELEASE_GRACE_S", 0.5)
     hub = jobs.JobHub()
-    slow = CFG.replace(rounds=400)
+    slow = CFG.replace(rounds=20_000, clients_per_round=40, dim=32)
     job = hub.follow(slow, _data(), "s", tmp_path)
     job.release("s")  # a rerun of the same view releases ...
     assert hub.follow(slow, _data(), "s", tmp_path) is job  # ... and re-attaches before the grace ends
@@ -80,3 +80,22 @@ def test_errors_reach_the_watchers_and_the_server_bounds_concurrent_runs(tmp_pat
         hub.follow(CFG.replace(rounds=10_001), _data(), "s", tmp_path)
     long.release("s", now=True)
     _wait(long)
+
+
+def test_runs_beyond_the_training_slots_wait_in_line(tmp_path):
+    hub = jobs.JobHub(training=1)
+    first = hub.follow(CFG.replace(rounds=20_000, clients_per_round=40, dim=32), _data(), "a", tmp_path)
+    second = hub.follow(CFG.replace(rounds=5, seed=1), _data(), "b", tmp_path)
+    third = hub.follow(CFG.replace(rounds=5, seed=2), _data(), "c", tmp_path)
+    time.sleep(0.3)
+    assert not first.queued and second.queued and third.queued
+    assert hub.ahead(second) == 0 and hub.ahead(third) == 1
+    third.release("c", now=True)  # nobody waits for it any more: it leaves the line without training
+    _wait(third)
+    assert third.stopped and third.snapshot is None
+    first.release("a", now=True)  # the slot frees up: the next in line trains
+    _wait(first), _wait(second)
+    assert first.stopped and second.complete and not second.queued
+    again = hub.follow(CFG.replace(rounds=5, seed=2), _data(), "c", tmp_path)
+    assert again is not third
+    assert _wait(again).complete

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, shared_data
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -23,6 +23,9 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-f
 ARTIFACTS = ROOT / "artifacts"
 # a light Explorer run (synthetic small, 30 rounds): the test checks the mechanics, not the numbers
 EXPLORER_QUERY = "?rounds=30&clients_per_round=30&dim=32&eval_every=3&rank_every=3"
+
+# the other papers' pages read ML-1M (and more) from $LABCORE_DATA
+NEEDS_DATA = pytest.mark.skipif(shared_data() is None, reason="needs $LABCORE_DATA (the other papers' pages use ML-1M)")
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(),
                                 reason="needs Chromium at /usr/bin/chromium (scripts/setup.sh installs it as root "
@@ -167,6 +170,8 @@ def test_stop_halts_the_run_between_rounds_and_resume_continues_it(server, page)
     ("compare", "/compare?rounds=10&_values=2,8"),
     ("encryption", "/encryption"),
     ("figures", "/figures?_card=colr-fig2-ml1m"),
+    pytest.param("fair", "/fair", marks=NEEDS_DATA),
+    pytest.param("split_learning", "/split_learning", marks=NEEDS_DATA),
 ])
 def test_every_page_renders_in_the_browser(server, page, name, path):
     page.goto(server + path)

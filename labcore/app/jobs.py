@@ -32,8 +32,11 @@ from ..results import Result
 
 PUBLISH_S = 0.2  # at most this often a running job publishes a partial result (the first round at once)
 RELEASE_GRACE_S = 0.75  # a job left without watchers stops after this (a same-config rerun re-attaches first)
-HEARTBEAT_S = 15.0  # a watcher that has not polled for this long is gone (closed tab)
-MAX_RUNNING = int(os.environ.get("LABCORE_APP_MAX_RUNS", "24"))
+HEARTBEAT_S = 30.0  # a watcher that has not polled for this long is gone (closed tab)
+MAX_RUNNING = int(os.environ.get("LABCORE_APP_MAX_RUNS", "24"))  # runs training or queued
+# Runs that train at the same time; the others wait in line. Training threads share one interpreter
+# lock with the sessions' page updates: more of them than cores makes every run and every page slower.
+TRAINING_SLOTS = int(os.environ.get("LABCORE_APP_TRAINING", str(max(1, os.cpu_count() or 1))))
 
 
 class Busy(RuntimeError):
@@ -63,8 +66,11 @@ def _save_checkpoint(sim: Simulation, folder: Path) -> None:
 
 
 class Job:
-    def __init__(self, cfg: RunConfig, data: InteractionData, folder: Path):
+    def __init__(self, cfg: RunConfig, data: InteractionData, folder: Path,
+                 slots: threading.Semaphore | None = None):
         self.cfg, self.data, self.folder = cfg, data, folder
+        self._slots = slots
+        self.queued = slots is not None  # waiting for a training slot
         self._lock = threading.Condition()
         self.version = 0  # bumped at every publish
         self.snapshot: Result | None = None
@@ -141,6 +147,20 @@ class Job:
             self._lock.notify_all()
 
     def _main(self) -> None:
+        if self._slots is not None:
+            while not self._slots.acquire(timeout=0.1):  # wait in line; give up if nobody watches any more
+                if self.should_stop():
+                    self.queued = False
+                    self._publish(None, done=True)
+                    return
+        self.queued = False
+        try:
+            self._train()
+        finally:
+            if self._slots is not None:
+                self._slots.release()
+
+    def _train(self) -> None:
         try:
             sim = Simulation(self.cfg, self.data)
             ckpt = self.folder / CHECKPOINT
@@ -178,16 +198,22 @@ class Job:
 
     @property
     def stopped(self) -> bool:
-        return self.done and self.error is None and self.snapshot is not None and not self.snapshot.complete
+        """Ended before its last round (Stop, nobody watching), with or without rounds trained."""
+        return self.done and self.error is None and (self.snapshot is None or not self.snapshot.complete)
+
+    @property
+    def complete(self) -> bool:
+        return self.done and self.snapshot is not None and self.snapshot.complete
 
 
 class JobHub:
     """One per server process: configuration key -> the job training it."""
 
-    def __init__(self, max_running: int = MAX_RUNNING, keep: int = 64):
+    def __init__(self, max_running: int = MAX_RUNNING, keep: int = 64, training: int = TRAINING_SLOTS):
         self._lock = threading.Lock()
         self._jobs: dict[tuple[str, str], Job] = {}
         self.max_running, self.keep = max_running, keep
+        self._slots = threading.Semaphore(training) if training > 0 else None
 
     def get(self, cfg: RunConfig, cache_dir: Path | str | None = None) -> Job | None:
         with self._lock:
@@ -200,14 +226,14 @@ class JobHub:
         key = (str(cache), cfg.key())
         with self._lock:
             job = self._jobs.get(key)
-            if job is not None and (not job.done or (job.error is None and not job.stopped)):
+            if job is not None and (not job.done or job.complete):
                 job.attach(session)
                 return job
             running = sum(not j.done for j in self._jobs.values())
             if running >= self.max_running:
                 raise Busy(f"{running} runs are training on this server right now (limit {self.max_running}); "
                            "try again in a moment")
-            job = Job(cfg, data, cache / cfg.key())
+            job = Job(cfg, data, cache / cfg.key(), self._slots)
             job.attach(session)
             self._jobs[key] = job
             self._prune()
@@ -216,6 +242,11 @@ class JobHub:
     def running(self) -> int:
         with self._lock:
             return sum(not j.done for j in self._jobs.values())
+
+    def ahead(self, job: Job) -> int:
+        """How many queued runs started waiting before this one."""
+        with self._lock:
+            return sum(j.queued and j.created < job.created for j in self._jobs.values())
 
     def sessions(self) -> int:
         """How many sessions watch a run that is training (the pages pace their live updates by it)."""

@@ -1,6 +1,6 @@
 """Streamlit side of running: cached datasets, results and CKKS contexts, and streaming.
 
-`follow(page, cfgs, draw)` shows runs as they train: a finished result comes
+`follow(page, cfgs, status, charts)` shows runs as they train: a finished result comes
 from `st.cache_data` (keyed by the frozen config) or the core's on-disk cache;
 otherwise the session watches the shared background job (`jobs.JobHub`).
 In a browser the live part of the page is two `st.fragment`s rerun every
@@ -31,6 +31,7 @@ CHART_S = 2.0  # ... and charts this often, when few sessions watch
 # each one updates less often, so that redrawing pages never starves the training threads.
 LIVE_RATE = float(os.environ.get("LABCORE_APP_LIVE_RATE", "16"))
 FIRST_WAIT_S = 0.4  # a new run gets this long to publish its first round before the page first draws
+STOP_WAIT_S = 3.0  # Stop waits at most this long for the run to end its round
 POLL_S = 0.1  # without a browser: how long the loop waits for a publish before checking again
 REDRAW_S = 0.3  # without a browser: at most this often the loop redraws
 
@@ -85,6 +86,7 @@ class RunView:
     watchers: int = 0
     version: int = -1
     resumed_from: int = 0
+    queued: int | None = None  # waiting for a training slot: runs ahead of it
 
     @property
     def rounds_done(self) -> int:
@@ -93,7 +95,7 @@ class RunView:
 
 def _view(cfg: RunConfig, job: jobs.Job) -> RunView:
     return RunView(cfg, job.snapshot, job.done, job.error, job.stopped, False, job.watchers, job.version,
-                   job.resumed_from)
+                   job.resumed_from, hub().ahead(job) if job.queued else None)
 
 
 def stop(cfg: RunConfig) -> None:
@@ -101,6 +103,9 @@ def stop(cfg: RunConfig) -> None:
     job = hub().get(cfg, default_cache_dir())
     if job is not None:
         job.release(session_id(), now=True)
+        deadline = time.monotonic() + STOP_WAIT_S  # let it finish its round: the page then shows where it stopped
+        while not job.done and job.watchers == 0 and time.monotonic() < deadline:
+            job.wait(job.version, 0.1)
 
 
 def stopped_view(cfg: RunConfig) -> RunView:
@@ -197,7 +202,7 @@ def _refresh(cfgs, views, followed, sid) -> bool:
             continue
         if not job.done:
             job.touch(sid)
-        if job.version != views[k].version:
+        if job.version != views[k].version or job.queued or views[k].queued is not None:
             views[k] = _view(cfgs[k], job)
             changed = True
     return changed

@@ -17,7 +17,10 @@ PAGES = {
     "compare": ("Compare", ":material/compare_arrows:"),
     "encryption": ("Encryption", ":material/lock:"),
     "figures": ("Paper figures", ":material/insert_chart:"),
+    "fair": ("FAIR: random subspaces", ":material/memory:"),
+    "split_learning": ("STTFedRec: split learning", ":material/call_split:"),
 }
+SECTIONS = {"CoLR lab": ("explorer", "compare", "encryption", "figures"), "More papers": ("fair", "split_learning")}
 
 
 def page_file(name: str) -> Path:
@@ -31,4 +34,6 @@ def page_object(name: str) -> st.Page:
 
 
 def navigation():
-    return st.navigation([page_object(n) for n in PAGES])
+    pages = [n for n in PAGES if page_file(n).exists()]
+    return st.navigation({title: [page_object(n) for n in names if n in pages]
+                          for title, names in SECTIONS.items() if any(n in pages for n in names)})

@@ -49,9 +49,11 @@ def render() -> None:
 
     def status(views, final, key):
         n_done = sum(v.done and not v.error for v in views)
+        n_queued = sum(v.queued is not None for v in views)
         rounds = sum(v.rounds_done for v in views)
         st.progress(min(1.0, rounds / (len(plan) * cfg.rounds)),
-                    text=f"{n_done} of {len(plan)} runs finished ({rounds} of {len(plan) * cfg.rounds} rounds)")
+                    text=f"{n_done} of {len(plan)} runs finished ({rounds} of {len(plan) * cfg.rounds} rounds)"
+                    + (f"; {n_queued} waiting for a training slot" if n_queued else ""))
         for p, v in zip(plan, views):
             if v.error:
                 st.error(f"{p.label}: {v.error}")

@@ -60,8 +60,12 @@ def render() -> None:
             st.error(v.error)
             return
         res = v.result
+        if v.queued is not None:
+            st.info(f"Waiting for a free training slot on this server: {v.queued} run(s) ahead of this one. "
+                    "It starts by itself.", icon=":material/hourglass_top:")
         if res is None:
-            st.info("Starting the run...")
+            if v.queued is None:
+                st.info("Stopped before its first round." if v.stopped else "Starting the run...")
             return
         t = res.table
         k = len(t)

@@ -34,6 +34,17 @@ def _stored(card_id: str):
     return stored(card_id)
 
 
+PAPERS = {"colr": "CoLR", "fair": "FAIR", "sttfedrec": "STTFedRec"}
+
+
+def _label(card) -> str:
+    """'CoLR Fig. 3 (ml-1m)': the paper, the figure or table, the dataset."""
+    paper = PAPERS.get(card.id.split("-")[0], card.id.split("-")[0])
+    name = card.title.split(":")[0]
+    name = name[len(paper):].strip() if name.startswith(paper) else name
+    return f"{paper} {name}" + (f" ({card.dataset})" if card.dataset else "")
+
+
 def render() -> None:
     vs = controls.view_state(SPEC)
     st.title("Paper figures")
@@ -52,8 +63,7 @@ def render() -> None:
         st.session_state.pop(controls.wkey(SPEC, "_card"), None)
     c = st.columns([3, 2])
     card_id = controls.option(SPEC, vs, "card", "selectbox", "figure or table", list(cards), where=c[0],
-                              format_func=lambda i: cards[i].title.split(":")[0] + " - " + cards[i].dataset
-                              if cards[i].dataset else cards[i].title)
+                              format_func=lambda i: _label(cards[i]))
     card = cards[card_id]
     stored = _stored(card_id)
     size = controls.option(SPEC, vs, "size", "radio", "show", list(SIZES), where=c[1], format_func=SIZES.get,
@@ -85,7 +95,8 @@ def render() -> None:
     else:
         cost = f"{res.runtime_s:,.1f} s to compute here"
     st.markdown(f"**Ours, {label}: {ok}** ({card.tolerance_text}); {cost}.")
-    st.plotly_chart(res.figure, key=f"figures.{card_id}.{res.size}", config={"displaylogo": False})
+    if res.figure is not None:
+        st.plotly_chart(res.figure, key=f"figures.{card_id}.{res.size}", config={"displaylogo": False})
     st.markdown(f"**Expected:** {card.expected}")
     st.dataframe(card.compare(res.ours, res.paper), hide_index=True, width="stretch")
     for n in card.notes:
