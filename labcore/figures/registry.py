@@ -140,9 +140,19 @@ def _ensure_loaded() -> None:
             importlib.import_module(f"{__package__}.{mod.name}")
 
 
+# Cards list in the papers' order (CoLR, FAIR, STTFedRec), whatever module a caller imported first.
+PAPER_ORDER = ("colr", "fair", "sttfedrec")
+
+
+def _paper_rank(card_id: str) -> int:
+    prefix = card_id.split("-", 1)[0]
+    return PAPER_ORDER.index(prefix) if prefix in PAPER_ORDER else len(PAPER_ORDER)
+
+
 def list_cards() -> list[FigureCard]:
     _ensure_loaded()
-    return list(_CARDS.values())
+    order = {cid: i for i, cid in enumerate(_CARDS)}
+    return sorted(_CARDS.values(), key=lambda c: (_paper_rank(c.id), order[c.id]))
 
 
 def card_ids() -> list[str]:
@@ -154,7 +164,7 @@ def get(card_id: str) -> FigureCard:
     try:
         return _CARDS[card_id]
     except KeyError:
-        raise UnknownCardError(f"unknown figure card {card_id!r}; valid ids: {', '.join(_CARDS)}") from None
+        raise UnknownCardError(f"unknown figure card {card_id!r}; valid ids: {', '.join(card_ids())}") from None
 
 
 def _check_size(size: str) -> None:
