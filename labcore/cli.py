@@ -12,6 +12,16 @@ from pathlib import Path
 from .config import ConfigError, RunConfig, from_dict
 
 
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--jobs={text!r}: allowed values are whole numbers >= 1")
+    return n
+
+
 def _add_config_options(p: argparse.ArgumentParser) -> None:
     for f in fields(RunConfig):
         p.add_argument("--" + f.name.replace("_", "-"), dest=f.name, default=None,
@@ -109,6 +119,8 @@ def cmd_figure(ns) -> int:
     size = "full" if ns.full else "smoke"
     if ns.save and size != "full":
         raise ValueError("--save writes results/<id>.csv for full-size reproductions only: add --full")
+    if size == "full" and not ns.stored and ns.jobs > 1:
+        _train_cards_in_parallel(figures, ids, ns.jobs)
     for cid in ids:
         card = figures.get(cid)
         if ns.stored:
@@ -136,6 +148,20 @@ def cmd_figure(ns) -> int:
             print(f"  saved: {path} (+ .json)")
         print(flush=True)
     return 0
+
+
+def _train_cards_in_parallel(figures, ids: list[str], jobs: int) -> None:
+    """Train the union of the cards' runs in `jobs` processes first; the cards then read the cache."""
+    import time
+
+    from .config import RunConfig
+    from .figures.runs import train_parallel
+
+    cfgs = [c for cid in ids for c in figures.get(cid).configs("full") if isinstance(c, RunConfig)]
+    t0 = time.perf_counter()
+    n = train_parallel(cfgs, jobs)
+    if n:
+        print(f"trained {n} runs in {(time.perf_counter() - t0) / 60:.1f} min on {jobs} processes", flush=True)
 
 
 def cmd_datasets(ns) -> int:
@@ -173,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--report", action="store_true",
                    help="print the reproduction table (markdown) of the stored results (card: an id prefix, "
                         "e.g. colr-)")
+    p.add_argument("--jobs", type=_positive_int, default=1,
+                   help="with --full: train the cards' runs in this many processes first (2 on a 2-core machine)")
     p.add_argument("--html", help="where to write the plot (default ./<id>.html; a folder with 'all'; 'none': no plot)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(fn=cmd_figure)

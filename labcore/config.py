@@ -35,6 +35,7 @@ class RunConfig:
     dataset: str = "synthetic"
     synthetic_size: str = "small"
     data_seed: int = 0
+    data_skew: float = 1.0  # synthetic only: spread of the clients' data sizes (0 = equal, larger = a few heavy)
     # model and method
     method: str = "colr"
     dim: int = 64  # embedding size d
@@ -92,6 +93,7 @@ class RunConfig:
     def key(self) -> str:
         """Stable hash of every field that can change the numbers: the cache key for results."""
         skip = _NOT_IN_KEY + _unused_encryption_fields(self.encryption)
+        skip += tuple(k for k, v in _KEY_FROM_NON_DEFAULT.items() if getattr(self, k) == v)
         d = {k: v for k, v in self.to_dict().items() if k not in skip}
         blob = json.dumps(d, sort_keys=True, default=list)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -125,6 +127,8 @@ class RunConfig:
 
 
 _NOT_IN_KEY = ("checkpoint_every",)  # bookkeeping that does not change the numbers
+# Fields added after results were stored: at their default they stay out of the key, so stored keys remain valid.
+_KEY_FROM_NON_DEFAULT = {"data_skew": 1.0}
 _CKKS_FIELDS = ("ckks_degree", "ckks_scale_bits", "ckks_coeff_bits")
 _PAILLIER_FIELDS = ("paillier_key_bits", "he_real_values")
 
@@ -145,6 +149,7 @@ _RANGES = {
     "batch_size": (1, 1 << 20), "num_negatives": (0, 1000), "eval_every": (1, 10**7), "rank_every": (0, 10**7),
     "top_k": (1, 100), "data_seed": (0, 2**63 - 1), "seed": (0, 2**63 - 1), "checkpoint_every": (1, 10**7),
     "paillier_key_bits": (1024, 8192), "he_real_clients": (1, 10**7), "he_real_values": (1, 10**7),
+    "data_skew": (0.0, 2.0),  # beyond ~2 the per-size cap and the 20-interaction floor lower the Gini again
 }
 _POSITIVE = ("lr", "bw_down", "bw_up")
 _NONNEGATIVE = ("weight_decay", "r_comp", "c_comp", "sec_per_sample", "sec_per_value")
@@ -195,6 +200,9 @@ def _validate(c: RunConfig) -> None:
         _fail("rank", c.rank, f"must be <= dim ({c.dim}): a rank-r update of a d-dimensional embedding has r <= d")
     if c.method == "scolr" and c.scolr_min_rank > c.rank:
         _fail("scolr_min_rank", c.scolr_min_rank, f"must be <= rank ({c.rank})")
+    if c.dataset != "synthetic" and c.data_skew != 1.0:
+        _fail("data_skew", c.data_skew, f"data_skew applies to synthetic data only; {c.dataset} has its own, "
+                                        "fixed per-client data sizes (use data_skew=1.0 or dataset='synthetic')")
     _validate_tiers(c.bandwidth_tiers)
     _validate_encryption(c)
 
@@ -257,8 +265,11 @@ def _validate_tiers(tiers) -> None:
         _fail("bandwidth_tiers", tiers, "the shares must add up to 1")
 
 
-def _coerce(name: str, raw):
-    """Turn a string (URL, CLI) into the field's type; other values pass through."""
+def coerce_field(name: str, raw):
+    """Turn a string (URL, CLI) into the field `name`'s type; other values pass through.
+
+    Raises ConfigError naming the field when the string does not parse; the value is not range-checked.
+    """
     t = _TYPES[name]
     if not isinstance(raw, str) or t is str:
         if t is tuple and isinstance(raw, list):
@@ -278,7 +289,7 @@ def _coerce(name: str, raw):
         if t is float:
             return float(raw)
         if t is tuple:
-            return _coerce(name, json.loads(raw)) if raw else ()
+            return coerce_field(name, json.loads(raw)) if raw else ()
     except (ValueError, json.JSONDecodeError):
         pass
     expected = {bool: "true or false", int: "an integer", float: "a number", tuple: "a JSON list"}[t]
@@ -289,7 +300,7 @@ def from_dict(d: dict) -> RunConfig:
     unknown = sorted(set(d) - set(FIELD_NAMES))
     if unknown:
         raise ConfigError(f"unknown config field(s) {', '.join(unknown)}; valid fields are: {', '.join(FIELD_NAMES)}")
-    return RunConfig(**{k: _coerce(k, v) for k, v in d.items()})
+    return RunConfig(**{k: coerce_field(k, v) for k, v in d.items()})
 
 
 def from_query(params: dict[str, str]) -> RunConfig:

@@ -6,9 +6,10 @@ import base64
 import json
 
 import numpy as np
+import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
+from conftest import ROOT, shared_data
 
 TINY = {"synthetic_size": "tiny", "rounds": "4", "clients_per_round": "10", "dim": "8", "eval_every": "2",
         "rank_every": "2"}
@@ -160,6 +161,32 @@ def test_a_stopped_run_is_shown_as_it_stands_and_resumes_on_request():
     assert not at.exception and "finished" in at.get("progress")[0].proto.text
 
 
+def test_data_skew_slider_moves_the_measured_gini_of_the_clients_data():
+    at = app({**TINY, "synthetic_size": "small", "rounds": "2", "eval_every": "1", "rank_every": "0"})
+    ginis = {}
+    for skew in (0.0, 1.0, 2.0):
+        at.slider(key="explorer.data_skew").set_value(skew).run()
+        assert not at.exception and [w.value for w in at.warning] == []
+        ginis[skew] = float(metric(at, "data-size Gini"))
+    assert ginis[0.0] < 0.01 < ginis[1.0] < ginis[2.0]
+    assert at.query_params["data_skew"] == "2.0"
+    assert "finished" in at.get("progress")[0].proto.text  # and the skewed dataset trains
+
+
+def test_data_skew_is_fixed_by_a_real_dataset_and_kept_for_synthetic():
+    if shared_data() is None:
+        pytest.skip("needs $LABCORE_DATA with ml-100k")
+    at = app({**TINY, "data_skew": "2.0"})
+    at.selectbox(key="explorer.dataset").set_value("ml-100k").run()
+    assert not at.exception and [w.value for w in at.warning] == []
+    assert not any(s.key == "explorer.data_skew" for s in at.sidebar.slider)
+    assert any("own, fixed data sizes" in c.value for c in at.sidebar.caption)
+    assert float(metric(at, "data-size Gini")) > 0.3  # MovieLens users are far from equal
+    assert "data_skew" not in at.query_params
+    at.selectbox(key="explorer.dataset").set_value("synthetic").run()
+    assert at.slider(key="explorer.data_skew").value == 2.0 and at.query_params["data_skew"] == "2.0"
+
+
 # --------------------------------------------------------------------------- Compare
 
 def test_compare_draws_the_rank_sweep_against_fedmf_and_reacts_to_the_values():
@@ -257,3 +284,32 @@ def test_the_other_papers_pages_render_from_the_navigation():
             at = app({}, page=name)
             assert at.title  # (without $LABCORE_DATA a page may explain in an error box what data it needs)
     assert set(PAGES) == {n for names in SECTIONS.values() for n in names}
+
+
+def _same_value(a, b) -> bool:
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return str(a) == str(b)
+
+
+def test_every_fair_and_split_learning_preset_opens_its_page_with_its_values():
+    from labcore.app import presets
+
+    fair_widgets = {"_fair_data": "data", "_fair_tiers": "capacity tiers", "_fair_rounds": "rounds",
+                    "_fair_card": "card"}
+    split_widgets = {"rho": "rho", "T": "items per request", "negatives": "non-clicked", "factor": "device slowdown",
+                     "card": "card"}
+    for p in presets.PRESETS:
+        if p.page not in ("fair", "split_learning"):
+            continue
+        at = app(p.query, page=p.page)
+        assert not at.warning and not at.error, (p.id, [w.value for w in at.warning], [e.value for e in at.error])
+        shown = {w.label: w.value for kind in ("selectbox", "slider", "select_slider", "radio", "number_input")
+                 for w in getattr(at, kind)}
+        labels = fair_widgets if p.page == "fair" else split_widgets
+        for name, raw in p.query.items():
+            value = next(v for label, v in shown.items() if label.startswith(labels[name]))
+            assert _same_value(value, raw), (p.id, name, raw, value)
+            assert _same_value(at.query_params[name], raw)  # and the link stays
+        assert at.get("plotly_chart"), p.id  # the stored card (and the page's own charts) are drawn

@@ -114,7 +114,7 @@ def test_encryption_page_takes_ckks_parameters_from_the_link():
     assert p.cfg.ckks_coeff_bits == () and "ckks_coeff_bits" in p.warnings[0]
 
 
-@pytest.mark.parametrize("preset", presets.PRESETS, ids=lambda p: p.id)
+@pytest.mark.parametrize("preset", [p for p in presets.PRESETS if p.page in PAGES], ids=lambda p: p.id)
 def test_every_paper_preset_is_a_valid_link(preset):
     p = parse(preset.query, PAGES[preset.page])
     assert p.warnings == []
@@ -127,3 +127,35 @@ def test_every_hide_name_is_a_control_or_group():
             assert parse({"_hide": g}, spec).hide == set(members)
         with pytest.raises(ValueError):
             RunConfig(rank=0)
+
+
+def test_every_fair_and_sttfedrec_preset_uses_values_its_page_offers():
+    from labcore.app.pages import fair, split_learning
+
+    offered = {"_fair_data": tuple(fair.DATASETS), "_fair_tiers": fair.TIERS, "_fair_card": fair.CARDS,
+               "_fair_rounds": tuple(str(r) for r in fair.ROUNDS), "card": split_learning.CARDS,
+               "negatives": ("uniform", "popular")}
+    others = [p for p in presets.PRESETS if p.page not in PAGES]
+    assert {p.page for p in others} == {"fair", "split_learning"} and len(others) >= 6
+    for p in others:
+        for name, value in p.query.items():
+            if name in offered:
+                assert value in offered[name], (p.id, name, value)
+            else:
+                assert name in split_learning.DEFAULTS, (p.id, name)
+                float(value)
+
+
+def test_data_skew_lives_in_the_link_and_a_bad_value_falls_back_with_a_message():
+    p = parse({"data_skew": "1.5"}, EXPLORER)
+    assert p.cfg.data_skew == 1.5 and p.warnings == []
+    assert encode(p.cfg, EXPLORER) == {"data_skew": "1.5"}
+    for raw, fragment in (("9", "range is 0.0..2.0"), ("lots", "expected a number")):
+        p = parse({"data_skew": raw}, EXPLORER)
+        assert p.cfg == EXPLORER.base and len(p.warnings) == 1
+        assert "data_skew" in p.warnings[0] and fragment in p.warnings[0], p.warnings
+    p = parse({"dataset": "ml-1m", "data_skew": "2"}, EXPLORER)
+    assert p.cfg.dataset == "ml-1m" and p.cfg.data_skew == 1.0
+    assert any("synthetic data only" in w for w in p.warnings)
+    assert parse({"_hide": "heterogeneity"}, EXPLORER).hide >= {"data_skew", "bandwidth_tiers"}
+    assert COMPARE.control("data_skew") is None  # an Explorer knob

@@ -23,6 +23,7 @@ SMALL = {
     "eval_every": [1, 2, 5], "rank_every": [0, 1, 3], "ckks_degree": [8192, 16384], "_attack_rounds": [1, 2],
     "_card": ["colr-fig2-ml1m", "colr-fig2-pinterest", "colr-table2-ml1m", "colr-table4-ml1m"],
     "_values": [[1], [2, 4], [1, 8], [4], [2, 16]], "seed": [0, 1, 2, 3], "data_seed": [0, 1],
+    "data_skew": [0.0, 0.5, 1.0, 2.0],
 }
 STALE_LINKS = [
     {"rank": "999", "colr_rank": "2", "_hide": "nope,bits", **START},

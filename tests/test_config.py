@@ -45,3 +45,34 @@ def test_strings_from_the_url_or_cli_are_coerced_or_rejected():
     assert from_query({"rank": "8", "b_as_seed": "false", "lr": "0.05"}).rank == 8
     with pytest.raises(ConfigError, match="b_as_seed='maybe'"):
         from_query({"b_as_seed": "maybe"})
+
+
+def test_default_cache_keys_are_unchanged_by_the_data_skew_field():
+    # Regression values computed before data_skew existed: stored results are found by these keys, so a new
+    # field at its default must not change them.
+    from labcore.config import paper_ml1m
+
+    assert RunConfig().key() == "8a54d6c889ad1eac"
+    assert paper_ml1m().key() == "ba417dc33eacefc1"
+    assert RunConfig(data_skew=1.0).key() == RunConfig().key()
+
+
+def test_data_skew_is_in_the_key_and_the_link_and_only_for_synthetic_data():
+    skewed = RunConfig(data_skew=2.0)
+    assert skewed.key() != RunConfig().key() and RunConfig(data_skew=0.0).key() != skewed.key()
+    assert skewed.to_query() == {"data_skew": "2.0"} and from_query(skewed.to_query()) == skewed
+    assert from_query({"data_skew": "0"}).data_skew == 0.0
+    with pytest.raises(ConfigError, match=r"data_skew=2\.5 .*allowed range is 0\.0\.\.2\.0"):
+        RunConfig(data_skew=2.5)
+    with pytest.raises(ConfigError, match=r"data_skew=2\.0 .*applies to synthetic data only"):
+        RunConfig(dataset="ml-1m", data_skew=2.0)
+    assert RunConfig(dataset="ml-1m").data_skew == 1.0
+
+
+def test_coerce_field_turns_link_strings_into_the_field_type():
+    from labcore.config import coerce_field
+
+    assert coerce_field("data_skew", "1.5") == 1.5 and coerce_field("rank", "8") == 8
+    assert coerce_field("bandwidth_tiers", "[[1, 1, 1]]") == ((1, 1, 1),)
+    with pytest.raises(ConfigError, match="data_skew='lots' is invalid: expected a number"):
+        coerce_field("data_skew", "lots")

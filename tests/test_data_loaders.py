@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import time
 from pathlib import Path
@@ -358,6 +359,32 @@ def test_synthetic_small_loads_fast_and_is_learnable():
     popularity = np.broadcast_to(train.sum(axis=0), train.shape)
     hr_svd, hr_pop = hit_rate_at_10(data, low_rank), hit_rate_at_10(data, popularity)
     assert hr_svd > 0.45 and hr_svd > hr_pop + 0.1  # random ranking gives about 0.10
+
+
+def test_synthetic_data_skew_spreads_the_clients_data_sizes():
+    from labcore.metrics import client_data_gini, client_data_summary
+
+    even, default, skewed = (load_dataset("synthetic", size="small", skew=s) for s in (0.0, 1.0, 2.0))
+    # Regression fingerprint taken before the skew knob existed: the default dataset (and every stored result
+    # trained on it) is unchanged.
+    fingerprint = hashlib.sha256(default.train_items.tobytes() + default.train_indptr.tobytes()).hexdigest()[:16]
+    assert (default.n_train, fingerprint) == (25981, "3190cf67d64bc12f")
+    assert client_data_gini(even) < 0.01 < client_data_gini(default) < client_data_gini(skewed)
+    assert client_data_summary(skewed)["top10_share"] > client_data_summary(default)["top10_share"] > 0.1
+    check_split(skewed)
+    assert (skewed.train_counts() + 1).min() >= 20 and skewed.meta["tail"] == 2.0
+
+
+def test_data_skew_of_a_real_dataset_is_rejected():
+    with pytest.raises(ValueError, match="skew=2.0 is invalid: it applies to synthetic data only"):
+        load_dataset("ml-100k", skew=2.0)
+
+
+def test_gini_of_equal_and_concentrated_values():
+    from labcore.metrics import gini
+
+    assert gini([5, 5, 5, 5]) == 0.0 and gini([]) == 0.0
+    assert gini([0, 0, 0, 1]) == pytest.approx(0.75)  # (n - 1) / n: one client holds everything
 
 
 def test_synthetic_rejects_unknown_size():

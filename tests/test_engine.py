@@ -159,3 +159,12 @@ def test_bandwidth_tiers_make_the_slowest_client_set_the_round(tiny):
 def test_default_cache_dir_follows_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("LABCORE_CACHE", str(tmp_path))
     assert default_cache_dir() == tmp_path
+
+
+def test_load_data_follows_the_data_skew():
+    from labcore.fed.engine import load_data
+    from labcore.metrics import client_data_gini
+
+    base = RunConfig(synthetic_size="tiny")
+    assert client_data_gini(load_data(base.replace(data_skew=0.0))) == 0.0
+    assert client_data_gini(load_data(base)) > 0.0

@@ -206,3 +206,20 @@ def test_full_reproduction_matches_the_stored_result(card_id):
         for col in ("hr", "ndcg", "n90_mean", "comm_min_paper_accounting"):
             if col in res.ours:
                 assert res.ours[col].to_numpy() == pytest.approx(stored.ours[col].to_numpy(), abs=1e-4)
+
+
+def test_parallel_training_gives_the_serial_numbers(monkeypatch, tmp_path):
+    """`labcore figure ... --jobs 2` trains in worker processes; the cached results equal a serial run's."""
+    from labcore.fed.engine import run
+
+    cfgs = [RunConfig(dataset="synthetic", synthetic_size="tiny", method=m, rounds=4, eval_every=2, dim=8, rank=2,
+                      clients_per_round=10)
+            for m in ("colr", "fedmf")]
+    assert runs.train_parallel(cfgs, jobs=2, progress=False) == 2
+    assert runs.train_parallel(cfgs, jobs=2, progress=False) == 0  # all cached now
+    for cfg in cfgs:
+        parallel = run(cfg, progress=False).table
+        serial = run(cfg, progress=False, cache_dir=tmp_path / "serial").table
+        pd.testing.assert_frame_equal(parallel.drop(columns=["sec_local"]), serial.drop(columns=["sec_local"]))
+    with pytest.raises(SystemExit):
+        main(["figure", "colr-fig3-ml1m", "--jobs", "0"])

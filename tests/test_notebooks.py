@@ -252,6 +252,11 @@ def test_checks_without_training():
     assert labs.check_scolr_uplink(4.5 / 8, 400, 32, 8).ok and not labs.check_scolr_uplink(0.5 / 8, 400, 32, 8).ok
     assert labs.check_comm_seconds(4.8255).ok and not labs.check_comm_seconds(5.06).ok  # 10**6-byte MB: wrong
     assert labs.check_ciphertexts(4, 4 * 3706, 8192).ok and not labs.check_ciphertexts(3, 4 * 3706, 8192).ok
+    assert labs.check_collapsed_bucket(1, 3, 4, 2).ok and not labs.check_collapsed_bucket(3, 3, 4, 2).ok
+    assert labs.check_table_values(512, 300, 8, 4).ok and not labs.check_table_values(600, 300, 8, 4).ok  # pow2 rows
+    assert labs.check_devices_share(0.5, "1x-2x-4x-8x", 2).ok
+    assert not labs.check_devices_share(0.25, "1x-2x-4x-8x", 2).ok
+    assert labs.check_collapsed_bucket(..., 3, 4, 2).ok is None
 
 
 def test_checks_on_short_runs():
@@ -273,6 +278,25 @@ def test_checks_on_short_runs():
     assert labs.check_leakiest_view("upload", s).ok and not labs.check_leakiest_view("aggregate", s).ok
     lift = float(s[(s.encryption == "secagg") & (s.view == "upload")].lift.iloc[0])
     assert labs.check_protected_lift(lift, s, "secagg").ok
+
+
+def test_fair_lab_scheme_frames():
+    """Lab 06's capacity control: the four strategies of a scheme and their tidy frames."""
+    from labcore import labs_support as labs
+    from labcore.fair.tradeoff import scheme_configs, scheme_curves, scheme_devices, scheme_runs, scheme_summary, \
+        scheme_traffic
+
+    base = labs.fair_config(paper=False, rounds=2, eval_every=1)
+    assert list(scheme_configs(base, "2x-4x")) == ["FedAvg", "FAIR-HET", "FAIR-HOM"]  # no 1x tier: no FULL-TRN
+    runs = scheme_runs(base, "1x-4x")  # conftest gives every test its own run cache
+    assert runs["FAIR-HOM"].config.capacities == "4x" and runs["FULL-TRN"].config.method == "full-trn"
+    assert len(scheme_curves(runs)) == 4 * 2
+    traffic = scheme_traffic(runs).set_index(["method", "direction"])["bytes_per_device"]
+    assert traffic["FAIR-HOM", "up"] < traffic["FAIR-HET", "up"] < traffic["FedAvg", "up"] == traffic["FULL-TRN", "up"]
+    dev = scheme_devices(runs, "1x-4x").set_index(["method", "tier"])
+    assert not dev.loc[("FULL-TRN", "4x"), "takes_part"] and dev.loc[("FAIR-HOM", "1x"), "train_ratio"] == 4
+    summary = scheme_summary(runs, 12).set_index("method")
+    assert summary.loc["FULL-TRN", "devices_used"] == 0.5 and summary.loc["FAIR-HET", "devices_used"] == 1.0
 
 
 # --- every notebook runs top to bottom at smoke size ---------------------------------------------------------

@@ -38,6 +38,7 @@ class ViewState:
     query: dict[str, str]
     warnings: list[str] = field(default_factory=list)
     values: dict[str, Any] = field(default_factory=dict)  # control field -> value (kept while a control is hidden)
+    slots: dict[str, Any] = field(default_factory=dict)  # control field -> sidebar container below it (this run)
 
 
 def wkey(spec: PageSpec, name: str) -> str:
@@ -106,7 +107,7 @@ def _to_widget(c: Control, value):
         return tiers_name(value)
     if c.kind == "select_slider":
         return next((o for o in c.options if o == value or (isinstance(o, float) and abs(o - value) < 1e-12)), value)
-    if c.kind == "number" and _TYPES[c.field] is float:
+    if c.kind in ("number", "slider") and _TYPES[c.field] is float:
         return float(value)
     return value
 
@@ -128,6 +129,8 @@ def _draw(spec: PageSpec, c: Control, vs: ViewState, where) -> Any:
         fmt = ratio_label if isinstance(c.options[0], float) else str
         return where.select_slider(c.label, c.options, format_func=fmt, **kw)
     if c.kind == "slider":
+        if _TYPES[c.field] is float:
+            return where.slider(c.label, float(c.lo), float(c.hi), step=float(c.step or 0.1), **kw)
         return where.slider(c.label, int(c.lo), int(c.hi), step=int(c.step or 1), **kw)
     if c.kind == "number":
         if _TYPES[c.field] is int:
@@ -159,9 +162,14 @@ _SECTIONS = (
 )
 
 
-def sidebar(spec: PageSpec, vs: ViewState) -> RunConfig | None:
-    """Draw the page's visible controls; return the config they describe, or None if it is invalid."""
+def sidebar(spec: PageSpec, vs: ViewState, slots: tuple[str, ...] = ()) -> RunConfig | None:
+    """Draw the page's visible controls; return the config they describe, or None if it is invalid.
+
+    For each field in `slots` not hidden by lesson mode, `vs.slots[field]` is an empty sidebar container
+    right below its control (or where it would be), for the page to fill once the config is known.
+    """
     sb = st.sidebar
+    vs.slots = {}
     if vs.hide:
         sb.caption(f"Lesson mode: {len(vs.hide)} control(s) set by this link are hidden.")
         if sb.button("Show all controls", key=wkey(spec, "unhide")):
@@ -181,6 +189,8 @@ def sidebar(spec: PageSpec, vs: ViewState) -> RunConfig | None:
         for c in ctrls:
             if c.visible(values):
                 values[c.field] = _from_widget(c, _draw(spec, c, vs, sb), values[c.field])
+            if c.field in slots:
+                vs.slots[c.field] = sb.container()
     rest = [c for c in spec.controls if c.group not in shown_groups and c.field not in vs.hide]
     if rest:
         with sb.expander("Advanced"):
@@ -188,8 +198,11 @@ def sidebar(spec: PageSpec, vs: ViewState) -> RunConfig | None:
                 if c.visible(values):
                     values[c.field] = _from_widget(c, _draw(spec, c, vs, st), values[c.field])
     vs.values = values
+    # a control hidden by show_if may have a neutral value (data skew on a real dataset); its own value is kept
+    applied = {**values, **{c.field: c.hidden_value for c in spec.controls
+                            if c.hidden_value is not None and not c.visible(values)}}
     try:
-        return vs.cfg.replace(**values)
+        return vs.cfg.replace(**applied)
     except ConfigError as e:
         st.warning(f"These settings do not fit together: {e}. Change one of them to run.")
         return None

@@ -42,15 +42,16 @@ def hub() -> jobs.JobHub:
 
 
 @st.cache_resource(show_spinner="Loading the dataset...", max_entries=8)
-def _dataset(name: str, seed: int, size: str) -> InteractionData:
+def _dataset(name: str, seed: int, size: str, skew: float = 1.0) -> InteractionData:
     from ..data import load_dataset
 
-    return load_dataset(name, seed=seed, size=size or "small")
+    return load_dataset(name, seed=seed, size=size or "small", skew=skew)
 
 
 def dataset(cfg: RunConfig) -> InteractionData:
     """The config's dataset, loaded once per server (shared by every session)."""
-    return _dataset(cfg.dataset, cfg.data_seed, cfg.synthetic_size if cfg.dataset == "synthetic" else "")
+    synthetic = cfg.dataset == "synthetic"
+    return _dataset(cfg.dataset, cfg.data_seed, cfg.synthetic_size if synthetic else "", cfg.data_skew)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

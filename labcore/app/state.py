@@ -25,8 +25,8 @@ from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from typing import Any, Mapping
 
-from ..config import _coerce  # the config's own string -> field-type coercion
-from ..config import DATASETS, ENCRYPTIONS, FIELD_NAMES, METHODS, SYNTHETIC_SIZES, ConfigError, RunConfig, from_dict
+from ..config import (DATASETS, ENCRYPTIONS, FIELD_NAMES, METHODS, SYNTHETIC_SIZES, ConfigError, RunConfig,
+                      coerce_field, from_dict)
 
 # Query parameters Streamlit itself uses; never reported as unknown.
 STREAMLIT_PARAMS = ("embed", "embed_options")
@@ -63,6 +63,7 @@ class Control:
     step: float | None = None
     help: str = ""
     show_if: tuple = ()  # (other_field, allowed values): shown only then (its value is kept either way)
+    hidden_value: Any = None  # the value that applies while show_if hides the control (None: the kept one)
 
     def check(self, value) -> str | None:
         """None if the widget can show `value`, else why not."""
@@ -192,6 +193,10 @@ def _explorer_controls() -> tuple[Control, ...]:
         Control("bw_down", "downlink bandwidth (MB/s)", "number", "bandwidth", (), 0.01, 1000.0, 0.05),
         Control("bandwidth_tiers", "bandwidth tiers", "tiers", "heterogeneity",
                 help="heterogeneous links: each device gets a tier; the slowest client of a round sets its time"),
+        Control("data_skew", "data skew", "slider", "heterogeneity", (), 0.0, 2.0, 0.1,
+                help="how unequal the clients' data sizes are (log-normal sigma of the interactions per user): "
+                     "0 = every client holds about as much data, larger = a few heavy clients hold most of it",
+                show_if=("dataset", ("synthetic",)), hidden_value=1.0),
         Control("encryption", "encryption", "select", "encryption", ENCRYPTIONS,
                 help="ckks / secagg protect FedMF, CoLR and SCoLR uploads; paillier the values of Top-K"),
         Control("clients_per_round", "clients per round", "slider", "clients", (), 1, 500, 1),
@@ -225,10 +230,10 @@ EXPLORER = PageSpec("explorer", EXPLORER_BASE, _explorer_controls(),
 COMPARE_MODES = ("rank", "ratio", "b_init", "scolr", "bits")
 _CMP_KEEP = ("dataset", "synthetic_size", "dim", "bits", "bandwidth", "heterogeneity", "clients", "rounds", "seed",
              "advanced")
+_CMP_DROP = ("b_init", "b_as_seed", "compress_down", "data_skew")  # Explorer-only controls
 COMPARE = PageSpec(
     "compare", COMPARE_BASE,
-    tuple(c for c in _explorer_controls() if c.group in _CMP_KEEP and c.field not in ("b_init", "b_as_seed",
-                                                                                         "compress_down")),
+    tuple(c for c in _explorer_controls() if c.group in _CMP_KEEP and c.field not in _CMP_DROP),
     (Option("mode", "rank", COMPARE_MODES), Option("values", (2, 4, 8), kind="int_list", lo=1, hi=64, max_len=8),
      Option("base", True, kind="bool"), Option("y", "hr", Y_METRICS)),
 )
@@ -307,7 +312,7 @@ def parse(query: Mapping[str, str], spec: PageSpec) -> Parsed:
             warnings.append(f"unknown link parameter '{key}' ignored (it may come from an older version of the lab)")
             continue
         try:
-            value = _coerce_field(spec.base, key, raw)
+            value = _field_from_link(spec.base, key, raw)
         except (ConfigError, TypeError, ValueError) as e:
             warnings.append(f"{e}; using {key}={_show(getattr(spec.base, key))}")
             continue
@@ -335,7 +340,7 @@ def parse(query: Mapping[str, str], spec: PageSpec) -> Parsed:
     return Parsed(cfg, options, frozenset(hidden), tuple(dict.fromkeys(hide_names)), warnings)
 
 
-def _coerce_field(base: RunConfig, key: str, raw: str):
+def _field_from_link(base: RunConfig, key: str, raw: str):
     """The typed value of one field from the link, checked on its own.
 
     A value that is only invalid together with the base's other fields (d=2 with the base rank 4) passes
@@ -346,7 +351,7 @@ def _coerce_field(base: RunConfig, key: str, raw: str):
     except ConfigError as e:
         if _error_field(str(e)) == key:
             raise
-    return _coerce(key, raw)
+    return coerce_field(key, raw)
 
 
 def _show(v) -> str:

@@ -135,18 +135,23 @@ def load_dataset(
     seed: int = 0,
     root: str | Path | None = None,
     size: str = "small",
+    skew: float = 1.0,
     download: bool = True,
     cache: bool = True,
 ) -> InteractionData:
     """Load and split a dataset by name: synthetic, ml-1m, ml-100k or pinterest.
 
-    `size` applies to synthetic only (tiny, small, medium, ml1m). `root` is a
+    `size` and `skew` (the spread of the users' data sizes, `make_synthetic`'s
+    `tail`) apply to synthetic only (sizes tiny, small, medium, ml1m). `root` is a
     dataset folder or a folder holding `<name>/`. Splits of file datasets are
     cached as .npz (see `labcore.data.cache`); `cache=False` rebuilds them.
     """
     key = name.strip().lower()
     if key == "synthetic":
-        return make_synthetic(size, seed=seed)
+        return make_synthetic(size, seed=seed, tail=skew)
+    if skew != 1.0:
+        raise ValueError(f"skew={skew!r} is invalid: it applies to synthetic data only; {name} has its own, "
+                         "fixed per-user data sizes")
     if key not in FILE_DATASETS:
         raise ValueError(
             f"unknown dataset {name!r}; valid names: {', '.join(DATASET_NAMES)} "

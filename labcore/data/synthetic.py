@@ -3,7 +3,9 @@
 Each user u and item i get latent factors of a given true rank; an item also
 gets a popularity bias that falls off with a random popularity rank
 (Zipf-like). The number of items per user is 20 plus a log-normal tail,
-capped per size. A user's items are drawn without replacement with
+capped per size; the tail's sigma (`tail`, the app's "data skew") sets how
+unequal the users' (clients') data sizes are, 0 giving everyone the same
+count. A user's items are drawn without replacement with
 probability proportional to exp(score) (Gumbel top-k), where
 score = signal * <p_u, q_i> / sqrt(rank) + popularity_i.
 The split is the seeded random hold-out with sampled negatives, so a model that
@@ -69,6 +71,7 @@ def make_synthetic(
         f"synthetic-{size}: {spec.n_users} users x {spec.n_items} items, true rank {rank}, "
         f"Zipf-like popularity (skew {popularity_skew}), at least {MIN_INTERACTIONS} interactions per user; "
         f"test item = one seeded random interaction per user (seed {seed})"
+        + (f"; per-user data skew (log-normal sigma) {tail:g}" if tail != 1.0 else "")
         + ("; fewer than 99 negatives per test user because the catalogue is small." if too_small else "; 99 seeded negatives.")
     )
     return random_holdout(
@@ -86,6 +89,7 @@ def make_synthetic(
             "true_rank": rank,
             "signal": signal,
             "popularity_skew": popularity_skew,
+            "tail": tail,
         },
     )
 

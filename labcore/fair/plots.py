@@ -63,3 +63,39 @@ def device_memory(devices: pd.DataFrame) -> go.Figure:
     fig = go.Figure(go.Bar(x=d["tier"], y=d["bytes"] / 2**20, text=[f"{r:.1f}x" for r in d["ratio_actual"]],
                            textposition="outside"))
     return _layout(fig, "model on the device (MiB)", "capacity tier")
+
+
+def _unit(values) -> tuple[float, str]:
+    top = max([float(v) for v in values if pd.notna(v)] or [0.0])
+    return (2**20, "MiB") if top >= 2**20 else (1024, "KiB")
+
+
+def scheme_panels(curves: pd.DataFrame, devices: pd.DataFrame, traffic: pd.DataFrame,
+                  metric_label: str = "NDCG@20") -> go.Figure:
+    """One capacity scheme, the strategies side by side (frames of `labcore.fair.tradeoff.scheme_*`):
+    the metric per round, what a device of each tier stores, and the bytes of a round by direction."""
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=3, column_widths=[0.45, 0.3, 0.25],
+                        subplot_titles=(f"{metric_label} per round", "model on a device, per tier",
+                                        "bytes per round"))
+    for name, part in curves.groupby("method", sort=False):
+        fig.add_scatter(x=part["round"], y=part["metric"], mode="lines+markers", name=str(name), legendgroup=str(name),
+                        line=dict(color=METHOD_COLORS.get(str(name))), row=1, col=1)
+    div, unit = _unit(devices["bytes"])
+    for name, part in devices.groupby("method", sort=False):
+        fig.add_bar(x=part["tier"], y=part["bytes"] / div, name=str(name), legendgroup=str(name), showlegend=False,
+                    marker_color=METHOD_COLORS.get(str(name)), offsetgroup=str(name),
+                    text=[f"{v / div:.1f}" if t else "left out" for v, t in zip(part["bytes"], part["takes_part"])],
+                    textposition="outside", textangle=-90, constraintext="none", cliponaxis=False, row=1, col=2)
+    tdiv, tunit = _unit(traffic["bytes_per_round"])
+    for direction, part in traffic.groupby("direction", sort=False):
+        fig.add_bar(x=part["method"], y=part["bytes_per_round"] / tdiv, name=f"{direction}link", offsetgroup=direction,
+                    marker=dict(color="#999999" if direction == "down" else "#333333"), row=1, col=3)
+    fig.update_xaxes(title_text="round", row=1, col=1)
+    fig.update_xaxes(title_text="capacity tier", row=1, col=2)
+    fig.update_yaxes(title_text=metric_label, row=1, col=1)
+    fig.update_yaxes(title_text=unit, range=[0, 1.35 * devices["bytes"].max() / div], row=1, col=2)
+    fig.update_yaxes(title_text=tunit, row=1, col=3)
+    fig.update_layout(margin=dict(l=50, r=10, t=40, b=50), barmode="group", legend_title_text="", height=420)
+    return fig

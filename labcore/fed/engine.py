@@ -53,7 +53,7 @@ def default_cache_dir() -> Path:
 def load_data(cfg: RunConfig) -> InteractionData:
     from ..data import load_dataset  # imported late: the data layer is only needed for real runs
 
-    return load_dataset(cfg.dataset, seed=cfg.data_seed, size=cfg.synthetic_size)
+    return load_dataset(cfg.dataset, seed=cfg.data_seed, size=cfg.synthetic_size, skew=cfg.data_skew)
 
 
 def _gen(seed: int, round_idx: int, stream: int) -> torch.Generator:

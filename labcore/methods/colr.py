@@ -53,10 +53,11 @@ class CoLR(FedMF):
 
     def uplink(self, local: LocalResult, setup: RoundSetup) -> list[Wire]:
         A = local.update  # (M, N, r)
-        order = setup.extra["order"]
+        order, ranks = setup.extra["order"], setup.extra["ranks"]
+        if not (ranks < self.cfg.rank).any():  # CoLR: every client sends all columns in B's order
+            return [Wire("A", "factors", A.transpose(1, 2).reshape(A.shape[0], -1))]
         # (M, r, N) with each client's own columns first: its message is a prefix
         compact = A.gather(2, order[:, None, :].expand(-1, A.shape[1], -1)).transpose(1, 2).reshape(A.shape[0], -1)
-        ranks = setup.extra["ranks"]
         wires = [Wire("A", "factors", compact, ranks * self.n_items if (ranks < self.cfg.rank).any() else None)]
         if (ranks < self.cfg.rank).any():  # SCoLR also uploads S_u as column indices
             wires.append(Wire("S", "indices", order.to(torch.uint8), ranks))
@@ -66,6 +67,8 @@ class CoLR(FedMF):
         order = setup.extra["order"]
         M = order.shape[0]
         compact = wires["A"].data.view(M, self.cfg.rank, self.n_items).transpose(1, 2)  # (M, N, r) in sent order
+        if not (setup.extra["ranks"] < self.cfg.rank).any():  # CoLR: already in B's column order, nothing cut
+            return compact
         keep = torch.from_numpy(setup.extra["ranks"])[:, None] > torch.arange(self.cfg.rank)[None, :]
         compact = compact * keep[:, None, :].to(compact.dtype)  # beyond r_u nothing was sent
         A = torch.zeros_like(compact)

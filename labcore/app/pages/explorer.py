@@ -9,6 +9,7 @@ from labcore import plots
 from labcore.app import analytic, controls, runs
 from labcore.app.state import EXPLORER as SPEC
 from labcore.app.state import Y_METRICS
+from labcore.metrics import client_data_summary
 
 
 def _fmt_bytes(b: float) -> str:
@@ -24,7 +25,7 @@ def render() -> None:
     vs = controls.view_state(SPEC)
     st.title("Explorer")
     controls.show_warnings(vs)
-    cfg = controls.sidebar(SPEC, vs)
+    cfg = controls.sidebar(SPEC, vs, slots=("data_skew",))
     top = st.columns([3, 2])
     y = controls.option(SPEC, vs, "y", "segmented_control", "metric", Y_METRICS, where=top[1],
                         format_func={"hr": "HR@10", "ndcg": "NDCG@10", "loss": "training loss"}.get)
@@ -34,8 +35,11 @@ def render() -> None:
     controls.share_box(SPEC, query)
     if cfg is None:
         return
+    if "data_skew" in vs.slots:
+        _data_sizes(cfg, vs.slots["data_skew"])
     top[0].markdown(f"**{cfg.describe()}** on {cfg.dataset}"
                     + (f" ({cfg.synthetic_size})" if cfg.dataset == "synthetic" else "")
+                    + (f", data skew {cfg.data_skew:g}" if cfg.data_skew != 1.0 else "")
                     + f", d={cfg.dim}, {cfg.clients_per_round} clients per round, {cfg.rounds} rounds, seed {cfg.seed}")
 
     stopped = st.session_state.setdefault("_lab_stopped", set())
@@ -122,6 +126,25 @@ def render() -> None:
             st.caption(txt)
 
     runs.follow("explorer", [cfg], status, charts, stopped=stopped)
+
+
+def _data_sizes(cfg, where) -> None:
+    """Measured next to the data-skew knob: how unequally the clients hold this dataset's training data."""
+    try:
+        data = runs.dataset(cfg)
+    except Exception:  # the payload preview reports why the dataset cannot be loaded
+        return
+    s = client_data_summary(data)
+    if cfg.dataset != "synthetic":
+        where.caption(f"Data skew: {cfg.dataset} has its own, fixed data sizes per client (the knob applies "
+                      "to synthetic data). Measured:")
+    m = where.columns(2)
+    m[0].metric("data-size Gini", f"{s['gini']:.2f}",
+                help="Gini coefficient of the training interactions per client: 0 = all equal, 1 = one holds all")
+    m[1].metric("top 10% hold", f"{s['top10_share']:.0%}", help="share of the interactions held by the 10% of "
+                                                               "clients with the most data")
+    where.caption(f"{s['min']}-{s['max']} interactions per client, median {s['median']:g} ({s['clients']:,} "
+                  "clients)")
 
 
 def _payload_preview(cfg) -> None:

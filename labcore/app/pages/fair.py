@@ -3,19 +3,21 @@
 A capacity-tier control, what each tier stores on the device, the model-loss /
 data-loss trade-off of the paper's Fig. 1 drawn from runs, and the stored
 full-size reproductions of Tables 2-6 and Fig. 4. The view lives in the URL
-(`?_fair_data=ml-1m-100&_fair_tiers=1x-2x-4x-8x&_fair_rounds=30`); every
-number comes from `labcore.fair` (runs are cached by config).
+(`?_fair_data=ml-1m-100&_fair_tiers=1x-2x-4x-8x&_fair_rounds=30&_fair_card=fair-table2-ml1m`);
+every number comes from `labcore.fair` (runs are cached by config).
 """
 from __future__ import annotations
 
 import streamlit as st
 
+from labcore.app import presets
 from labcore.fair import plots as fplots
 from labcore.fair.config import ConfigError, paper_ranking
 
 DATASETS = {"ml-1m-100": "ML-1M, 100 most active users (fast)", "goodreads-100": "Goodreads-100 (the paper's)",
             "synthetic": "synthetic (seconds)"}
 TIERS = ("1x-2x", "1x-4x", "1x-8x", "1x-16x", "1x-2x-4x", "1x-2x-4x-8x", "2x-4x-8x", "1x-4x-16x-64x")
+ROUNDS = (4, 10, 30, 60, 100)
 CARDS = ("fair-table2-goodreads", "fair-table3-goodreads", "fair-table2-ml1m", "fair-table3-ml1m",
          "fair-table4-ml100k", "fair-table5-digits", "fair-table6-digits", "fair-fig4", "fair-fig1-tradeoff")
 
@@ -46,12 +48,15 @@ def render() -> None:
     st.title("FAIR: one model, devices of different memory")
     dataset = _param("_fair_data", "ml-1m-100", tuple(DATASETS))
     tiers = _param("_fair_tiers", "1x-2x-4x-8x", TIERS)
-    rounds = int(_param("_fair_rounds", "30", tuple(str(r) for r in (4, 10, 30, 60, 100))))
+    rounds = int(_param("_fair_rounds", "30", tuple(str(r) for r in ROUNDS)))
+    card_id = _param("_fair_card", CARDS[0], CARDS)
     c1, c2, c3 = st.columns([2, 2, 1])
     dataset = c1.selectbox("data", tuple(DATASETS), index=tuple(DATASETS).index(dataset), format_func=DATASETS.get)
     tiers = c2.selectbox("capacity tiers (users split by id, first group first)", TIERS, index=TIERS.index(tiers))
-    rounds = c3.select_slider("rounds", options=(4, 10, 30, 60, 100), value=rounds)
-    st.query_params.update({"_fair_data": dataset, "_fair_tiers": tiers, "_fair_rounds": str(rounds)})
+    rounds = c3.select_slider("rounds", options=ROUNDS, value=rounds)
+    presets.sidebar("fair")
+    st.query_params.update({"_fair_data": dataset, "_fair_tiers": tiers, "_fair_rounds": str(rounds),
+                            "_fair_card": card_id})
     try:
         devices = _devices(dataset, tiers)
     except (ConfigError, FileNotFoundError, OSError) as e:
@@ -78,7 +83,8 @@ def render() -> None:
     except ImportError:
         st.info("The figure registry is not available in this checkout.")
         return
-    card_id = st.selectbox("card", CARDS)
+    card_id = st.selectbox("card", CARDS, index=CARDS.index(card_id))
+    st.query_params["_fair_card"] = card_id
     res = registry.stored(card_id)
     card = registry.get(card_id)
     st.caption(card.describe())

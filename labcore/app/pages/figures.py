@@ -16,7 +16,12 @@ from labcore.app.state import FIGURES as SPEC
 # card id -> preset id of the live view with the same form
 LIVE = {"colr-fig2-ml1m": "fig2-ml1m", "colr-fig2-pinterest": "fig2-pinterest", "colr-fig3-ml1m": "fig3-ml1m",
         "colr-fig4-ml1m": "fig4-ml1m", "colr-fig5-ml1m": "fig5-ml1m", "colr-table2-ml1m": "table2-ml1m",
-        "colr-table3-ml1m": "table3-ml1m", "colr-table4-ml1m": "table4-ml1m"}
+        "colr-table3-ml1m": "table3-ml1m", "colr-table4-ml1m": "table4-ml1m",
+        "fair-table2-goodreads": "fair-table2-1x2x", "fair-table2-ml1m": "fair-table2-1x4x",
+        "fair-table3-goodreads": "fair-table3-1x2x", "fair-table3-ml1m": "fair-table3-1x2x",
+        "fair-fig1-tradeoff": "fair-fig1-tradeoff", "sttfedrec-fig4-ml1m": "stt-fig4-rho",
+        "sttfedrec-fig5-ml1m": "stt-fig5-k", "sttfedrec-fig6-ml1m": "stt-fig6-k",
+        "sttfedrec-table3-ml1m": "stt-table3-phone", "sttfedrec-privacy-ml1m": "stt-privacy-popular"}
 SIZES = {"stored": "stored full-size result", "smoke": "smoke run here (seconds, synthetic)"}
 
 

@@ -4,16 +4,21 @@
   (random, popularity, linkage attacks; uniform or popularity-matched non-clicks).
 * Payload and time: one device's training round and inference, naive FL vs STTFedRec (Table 3 form), from
   the stored full-size measurement (results/sttfedrec-table3-ml1m.csv) or measured here at smoke size.
+* The paper's figures and tables, reproduced (stored full-size results: the rho and K sweeps, Tables 2-3).
 
-The view lives in the URL (?rho=0.9&T=10&factor=1.0&negatives=uniform), so any view is a link.
+The view lives in the URL (?rho=0.9&T=10&factor=1.0&negatives=uniform&card=sttfedrec-fig4-ml1m), so any view is
+a link.
 """
 from __future__ import annotations
 
 import streamlit as st
 
+from labcore.app import presets
 from labcore.sttfedrec import plots
 
-DEFAULTS = {"rho": 0.9, "T": 10, "factor": 1.0, "negatives": "uniform"}
+CARDS = ("sttfedrec-fig4-ml1m", "sttfedrec-fig5-ml1m", "sttfedrec-fig6-ml1m", "sttfedrec-table2-ml1m",
+         "sttfedrec-table3-ml1m", "sttfedrec-privacy-ml1m")
+DEFAULTS = {"rho": 0.9, "T": 10, "factor": 1.0, "negatives": "uniform", "card": CARDS[0]}
 
 
 def _param(name: str, cast):
@@ -66,7 +71,13 @@ def render() -> None:
     negatives = c[2].radio("non-clicked items drawn", ["uniform", "popular"], index=["uniform", "popular"].index(neg0),
                            horizontal=True)
     factor = c[3].number_input("device slowdown factor (phone)", 0.1, 100.0, float(_param("factor", float)), 0.5)
-    st.query_params.update({"rho": f"{rho:g}", "T": str(T), "factor": f"{factor:g}", "negatives": negatives})
+    card_id = _param("card", str)
+    if card_id not in CARDS:
+        st.warning(f"Link parameter not used: card={card_id!r}; allowed: {', '.join(CARDS)}", icon="⚠️")
+        card_id = DEFAULTS["card"]
+    presets.sidebar("split_learning")
+    st.query_params.update({"rho": f"{rho:g}", "T": str(T), "factor": f"{factor:g}", "negatives": negatives,
+                            "card": card_id})
 
     comp = plots.request_composition(rho, T)
     st.subheader("One obfuscated request")
@@ -96,6 +107,28 @@ def render() -> None:
     if parts is not None:
         st.plotly_chart(plots.payload_bars(parts), key="split.payload", config={"displaylogo": False})
     st.dataframe(plots.payload_table(t3), hide_index=True, width="stretch")
+    _paper_card(card_id)
+
+
+def _paper_card(card_id: str) -> None:
+    """A stored full-size reproduction: the rho and K sweeps need hundreds of rounds, too long to run here."""
+    st.subheader("Paper figures and tables, reproduced")
+    try:
+        from labcore.figures import registry, sttfedrec_cards  # noqa: F401  (registers the STTFedRec cards)
+    except ImportError:
+        st.info("The figure registry is not available in this checkout.")
+        return
+    card_id = st.selectbox("card", CARDS, index=CARDS.index(card_id),
+                           format_func=lambda i: registry.get(i).title.split(":")[0] + f" ({i})")
+    st.query_params["card"] = card_id
+    card, res = registry.get(card_id), registry.stored(card_id)
+    st.caption(card.describe())
+    if res is None:
+        st.info("No stored full-size result yet: python -m labcore.sttfedrec.experiments --full --save")
+        return
+    if res.figure is not None:
+        st.plotly_chart(res.figure, key=f"split.{card_id}", config={"displaylogo": False})
+    st.dataframe(card.compare(res.ours, res.paper), hide_index=True, width="stretch")
 
 
 if __name__ == "__main__":  # st.navigation executes this file as the page script
