@@ -23,11 +23,10 @@ import os
 import threading
 import time
 from pathlib import Path
-import torch
 
 from ..config import RunConfig
 from ..data.base import InteractionData
-from ..fed.engine import CHECKPOINT, Simulation, default_cache_dir
+from ..fed.engine import Simulation, default_cache_dir, resume, train_rounds
 from ..results import Result
 
 PUBLISH_S = 0.2  # at most this often a running job publishes a partial result (the first round at once)
@@ -56,13 +55,6 @@ def stored(cfg: RunConfig, cache_dir: Path | str | None = None) -> Result | None
         except Exception:  # a half-written or stale folder: recompute
             return None
     return None
-
-
-def _save_checkpoint(sim: Simulation, folder: Path) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / (CHECKPOINT + f".{threading.get_ident()}.tmp")
-    torch.save(sim.state(), tmp)
-    os.replace(tmp, folder / CHECKPOINT)
 
 
 class Job:
@@ -163,35 +155,21 @@ class Job:
     def _train(self) -> None:
         try:
             sim = Simulation(self.cfg, self.data)
-            ckpt = self.folder / CHECKPOINT
-            if ckpt.exists():
-                try:
-                    sim.load_state(torch.load(ckpt, weights_only=False))
-                    self.resumed_from = sim.round
-                except Exception:  # an unreadable or foreign checkpoint: start over
-                    sim = Simulation(self.cfg, self.data)
-            if sim.round:
+            if resume(sim, self.folder):
+                self.resumed_from = sim.round
                 self._publish(sim.result(False))
             last = None
-            while sim.round < self.cfg.rounds:
-                if self.should_stop():
-                    break
-                sim.step()
+
+            def after_step(sim: Simulation, _row: dict) -> None:
+                nonlocal last
                 now = time.monotonic()
                 if self.first_round_s is None:
                     self.first_round_s = now - self.created
                 if last is None or now - last >= PUBLISH_S:  # the first round at once: drawing starts
                     self._publish(sim.result(False))
                     last = time.monotonic()
-                if sim.round % self.cfg.checkpoint_every == 0 and sim.round < self.cfg.rounds:
-                    _save_checkpoint(sim, self.folder)
-            complete = sim.round >= self.cfg.rounds
-            res = sim.result(complete)
-            if complete:
-                res.save(self.folder)
-                (self.folder / CHECKPOINT).unlink(missing_ok=True)
-            elif sim.round:
-                _save_checkpoint(sim, self.folder)
+
+            res = train_rounds(sim, self.folder, should_stop=self.should_stop, after_step=after_step)
             self._publish(res, done=True)
         except Exception as e:  # shown to the watchers; the next request retries
             self._publish(None, done=True, error=f"{type(e).__name__}: {e}")

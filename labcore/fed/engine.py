@@ -10,6 +10,7 @@ same numbers as an uninterrupted one.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -179,11 +180,51 @@ class Simulation:
         return Result(self.cfg, table, self.ledger.frame(), self.data.notes, complete)
 
 
-def _save_checkpoint(sim: Simulation, folder: Path) -> None:
+def save_checkpoint(sim: Simulation, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / (CHECKPOINT + ".tmp")
+    # a temporary name per process and thread: the app trains in threads, the figure cards in processes
+    tmp = folder / f"{CHECKPOINT}.{os.getpid()}.{threading.get_ident()}.tmp"
     torch.save(sim.state(), tmp)
     os.replace(tmp, folder / CHECKPOINT)  # atomic: a crash mid-write never corrupts the last checkpoint
+
+
+def resume(sim: Simulation, folder: Path) -> bool:
+    """Load the run's checkpoint from `folder` if there is a readable one of this config."""
+    ckpt = folder / CHECKPOINT
+    if not ckpt.exists():
+        return False
+    try:
+        sim.load_state(torch.load(ckpt, weights_only=False))
+    except Exception:  # unreadable or another config's: start over rather than fail
+        return False
+    return True
+
+
+def train_rounds(sim: Simulation, folder: Path | None, *, should_stop: Callable[[], bool] | None = None,
+                 after_step: Callable[[Simulation, dict], None] | None = None) -> Result:
+    """Play rounds until the last one or until `should_stop()`; the one round loop of the CLI, cards and app.
+
+    With a folder: a checkpoint every `checkpoint_every` rounds and when stopped early, and the finished
+    result stored (its checkpoint removed).
+    """
+    cfg = sim.cfg
+    while sim.round < cfg.rounds:
+        if should_stop is not None and should_stop():
+            break
+        row = sim.step()
+        if after_step is not None:
+            after_step(sim, row)
+        if folder is not None and sim.round % cfg.checkpoint_every == 0 and sim.round < cfg.rounds:
+            save_checkpoint(sim, folder)
+    complete = sim.round >= cfg.rounds
+    res = sim.result(complete)
+    if folder is not None:
+        if complete:
+            res.save(folder)
+            (folder / CHECKPOINT).unlink(missing_ok=True)
+        elif sim.round:
+            save_checkpoint(sim, folder)
+    return res
 
 
 def run(cfg: RunConfig, *, data: InteractionData | None = None, cache_dir: Path | str | None = None,
@@ -201,39 +242,28 @@ def run(cfg: RunConfig, *, data: InteractionData | None = None, cache_dir: Path 
     if use_cache and (folder / "result.json").exists():
         return Result.load(folder)
     sim = Simulation(cfg, data if data is not None else load_data(cfg))
-    if use_cache and (folder / CHECKPOINT).exists():
-        sim.load_state(torch.load(folder / CHECKPOINT, weights_only=False))
+    if use_cache:
+        resume(sim, folder)
     bar = _progress(cfg, sim.round) if progress else None
+
+    def after_step(_sim: Simulation, row: dict) -> None:
+        if on_round is not None:
+            on_round(row)
+        if bar is not None:
+            bar.update(1)
+            if "hr" in row:
+                bar.set_postfix(hr=f"{row['hr']:.3f}", ndcg=f"{row['ndcg']:.3f}")
+
     try:
-        while sim.round < cfg.rounds:
-            if should_stop is not None and should_stop():
-                break
-            row = sim.step()
-            if on_round is not None:
-                on_round(row)
-            if bar is not None:
-                bar.update(1)
-                if "hr" in row:
-                    bar.set_postfix(hr=f"{row['hr']:.3f}", ndcg=f"{row['ndcg']:.3f}")
-            if use_cache and sim.round % cfg.checkpoint_every == 0 and sim.round < cfg.rounds:
-                _save_checkpoint(sim, folder)
+        return train_rounds(sim, folder if use_cache else None, should_stop=should_stop, after_step=after_step)
     except KeyboardInterrupt:
         if use_cache:
-            _save_checkpoint(sim, folder)
+            save_checkpoint(sim, folder)
             print(f"\ninterrupted after round {sim.round}; run the same command again to resume")
         raise
     finally:
         if bar is not None:
             bar.close()
-    complete = sim.round >= cfg.rounds
-    res = sim.result(complete)
-    if use_cache:
-        if complete:
-            res.save(folder)
-            (folder / CHECKPOINT).unlink(missing_ok=True)
-        else:
-            _save_checkpoint(sim, folder)
-    return res
 
 
 def _progress(cfg: RunConfig, start: int):
