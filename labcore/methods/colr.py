@@ -68,6 +68,8 @@ class CoLR(FedMF):
         M = order.shape[0]
         compact = wires["A"].data.view(M, self.cfg.rank, self.n_items).transpose(1, 2)  # (M, N, r) in sent order
         if not (setup.extra["ranks"] < self.cfg.rank).any():  # CoLR: already in B's column order, nothing cut
+            # Kept in the sent (transposed) layout, as the general path's zeros_like + scatter_ also leaves it:
+            # the same float summation order in the aggregate, so stored results stay bit for bit.
             return compact
         keep = torch.from_numpy(setup.extra["ranks"])[:, None] > torch.arange(self.cfg.rank)[None, :]
         compact = compact * keep[:, None, :].to(compact.dtype)  # beyond r_u nothing was sent
