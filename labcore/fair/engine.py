@@ -58,7 +58,6 @@ from .hashing import PRIME, SubspaceFamily
 from .model import MLPSpec, NeuMFSpec, bpr_loss, init_dense, init_mlp, l2_penalty, mlp_logits, mse_loss, \
     neumf_all_items, neumf_pair_scores, neumf_scores
 
-CHECKPOINT = "checkpoint.pt"
 BETAS, EPS = (0.9, 0.999), 1e-8
 ROUND_COLUMNS = ("round", "loss", "metric", "bytes_up", "bytes_down", "bytes_up_client_max", "clients", "clients_1x",
                  "local_steps", "sec_local", "sec_round")
@@ -918,54 +917,23 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("LABCORE_CACHE", Path.home() / ".cache" / "labcore" / "runs"))
 
 
-def _save_checkpoint(sim: FairSimulation, folder: Path) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / (CHECKPOINT + ".tmp")
-    torch.save(sim.state(), tmp)
-    os.replace(tmp, folder / CHECKPOINT)
-
-
 def run(cfg: FairConfig, *, data=None, cache_dir: Path | str | None = None, use_cache: bool = True,
         progress: bool = False, on_round: Callable[[dict], None] | None = None,
         should_stop: Callable[[], bool] | None = None) -> FairResult:
     """Train and evaluate one configuration; cached on disk by `cfg.key()`, resumable from a checkpoint."""
+    from ..fed.engine import resume, run_with_progress
+
     folder = Path(cache_dir or default_cache_dir()) / cfg.key()
     if use_cache and (folder / "result.json").exists():
         return FairResult.load(folder)
     sim = FairSimulation(cfg, data)
-    if use_cache and (folder / CHECKPOINT).exists():
-        sim.load_state(torch.load(folder / CHECKPOINT, weights_only=False))
+    if use_cache:
+        resume(sim, folder)
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=cfg.rounds, initial=sim.round, desc=cfg.describe(), unit="round", leave=False)
-    try:
-        while sim.round < cfg.rounds:
-            if should_stop is not None and should_stop():
-                break
-            row = sim.step()
-            if on_round is not None:
-                on_round(row)
-            if bar is not None:
-                bar.update(1)
-                if "metric" in row:
-                    bar.set_postfix({METRIC_NAME[cfg.task]: f"{row['metric']:.4f}"})
-            if use_cache and sim.round % cfg.checkpoint_every == 0 and sim.round < cfg.rounds:
-                _save_checkpoint(sim, folder)
-    except KeyboardInterrupt:
-        if use_cache:
-            _save_checkpoint(sim, folder)
-        raise
-    finally:
-        if bar is not None:
-            bar.close()
-    complete = sim.round >= cfg.rounds
-    res = sim.result(complete)
-    if use_cache:
-        if complete:
-            res.save(folder)
-            (folder / CHECKPOINT).unlink(missing_ok=True)
-        else:
-            _save_checkpoint(sim, folder)
-    return res
+    return run_with_progress(sim, folder if use_cache else None, bar, on_round=on_round, should_stop=should_stop,
+                             postfix=lambda row: {METRIC_NAME[cfg.task]: f"{row['metric']:.4f}"}
+                             if "metric" in row else None)

@@ -180,7 +180,7 @@ class Simulation:
         return Result(self.cfg, table, self.ledger.frame(), self.data.notes, complete)
 
 
-def save_checkpoint(sim: Simulation, folder: Path) -> None:
+def save_checkpoint(sim, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     # a temporary name per process and thread: the app trains in threads, the figure cards in processes
     tmp = folder / f"{CHECKPOINT}.{os.getpid()}.{threading.get_ident()}.tmp"
@@ -188,7 +188,7 @@ def save_checkpoint(sim: Simulation, folder: Path) -> None:
     os.replace(tmp, folder / CHECKPOINT)  # atomic: a crash mid-write never corrupts the last checkpoint
 
 
-def resume(sim: Simulation, folder: Path) -> bool:
+def resume(sim, folder: Path) -> bool:
     """Load the run's checkpoint from `folder` if there is a readable one of this config."""
     ckpt = folder / CHECKPOINT
     if not ckpt.exists():
@@ -200,8 +200,8 @@ def resume(sim: Simulation, folder: Path) -> bool:
     return True
 
 
-def train_rounds(sim: Simulation, folder: Path | None, *, should_stop: Callable[[], bool] | None = None,
-                 after_step: Callable[[Simulation, dict], None] | None = None) -> Result:
+def train_rounds(sim, folder: Path | None, *, should_stop: Callable[[], bool] | None = None,
+                 after_step: Callable[[object, dict], None] | None = None):
     """Play rounds until the last one or until `should_stop()`; the one round loop of the CLI, cards and app.
 
     With a folder: a checkpoint every `checkpoint_every` rounds and when stopped early, and the finished
@@ -245,19 +245,30 @@ def run(cfg: RunConfig, *, data: InteractionData | None = None, cache_dir: Path 
     if use_cache:
         resume(sim, folder)
     bar = _progress(cfg, sim.round) if progress else None
+    return run_with_progress(sim, folder if use_cache else None, bar, on_round=on_round, should_stop=should_stop,
+                             postfix=lambda row: {"hr": f"{row['hr']:.3f}", "ndcg": f"{row['ndcg']:.3f}"}
+                             if "hr" in row else None)
 
-    def after_step(_sim: Simulation, row: dict) -> None:
+
+def run_with_progress(sim, folder: Path | None, bar=None, *, on_round: Callable[[dict], None] | None = None,
+                      should_stop: Callable[[], bool] | None = None,
+                      postfix: Callable[[dict], dict | None] | None = None):
+    """`train_rounds` with a progress bar, a per-round callback and a checkpoint on Ctrl-C: the body of every
+    `run()` (this engine's and FAIR's; any simulation with cfg, round, step, state, load_state, result)."""
+
+    def after_step(_sim, row: dict) -> None:
         if on_round is not None:
             on_round(row)
         if bar is not None:
             bar.update(1)
-            if "hr" in row:
-                bar.set_postfix(hr=f"{row['hr']:.3f}", ndcg=f"{row['ndcg']:.3f}")
+            shown = postfix(row) if postfix is not None else None
+            if shown:
+                bar.set_postfix(shown)
 
     try:
-        return train_rounds(sim, folder if use_cache else None, should_stop=should_stop, after_step=after_step)
+        return train_rounds(sim, folder, should_stop=should_stop, after_step=after_step)
     except KeyboardInterrupt:
-        if use_cache:
+        if folder is not None:
             save_checkpoint(sim, folder)
             print(f"\ninterrupted after round {sim.round}; run the same command again to resume")
         raise
