@@ -13,6 +13,8 @@ import json
 import typing
 from dataclasses import dataclass, field, fields
 
+from .typed_config import ConfigError, build, check_choices, check_ranges, check_types, coerce, fail, query_of
+
 METHODS = ("fedmf", "colr", "scolr", "svd", "topk")
 DATASETS = ("synthetic", "ml-1m", "ml-100k", "pinterest")
 SYNTHETIC_SIZES = ("tiny", "small", "medium", "ml1m")
@@ -23,10 +25,6 @@ ENCRYPTIONS = ("none", "ckks", "secagg", "paillier")  # labcore.fed.secure imple
 # Which methods each protection supports (why the others cannot: labcore.fed.secure).
 ENCRYPTION_METHODS = {"none": METHODS, "ckks": ("fedmf", "colr", "scolr"), "secagg": ("fedmf", "colr", "scolr"),
                       "paillier": ("topk",)}
-
-
-class ConfigError(ValueError):
-    """A configuration value is invalid; the message names the field and what is allowed."""
 
 
 @dataclass(frozen=True)
@@ -103,13 +101,7 @@ class RunConfig:
 
     def to_query(self) -> dict[str, str]:
         """Only the fields that differ from the defaults, as strings."""
-        default = RunConfig()
-        out = {}
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if v != getattr(default, f.name):
-                out[f.name] = json.dumps(v) if isinstance(v, tuple) else str(v)
-        return out
+        return query_of(self)
 
     def describe(self) -> str:
         m = self.method
@@ -159,49 +151,22 @@ _CHOICES = {
 }
 
 
-def _fail(name: str, value, allowed: str) -> typing.NoReturn:
-    raise ConfigError(f"{name}={value!r} is invalid: {allowed}")
 
 
 def _validate(c: RunConfig) -> None:
-    for f in fields(c):
-        v, t = getattr(c, f.name), _TYPES[f.name]
-        if t is bool:
-            if not isinstance(v, bool):
-                _fail(f.name, v, "expected true or false")
-        elif t is int:
-            if isinstance(v, bool) or not isinstance(v, int):
-                _fail(f.name, v, "expected an integer")
-        elif t is float:
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                _fail(f.name, v, "expected a number")
-        elif t is str and not isinstance(v, str):
-            _fail(f.name, v, "expected a string")
-    for name, choices in _CHOICES.items():
-        if getattr(c, name) not in choices:
-            _fail(name, getattr(c, name), "allowed values are " + ", ".join(choices))
-    if c.encryption not in ENCRYPTIONS:
-        _fail("encryption", c.encryption, "allowed values are " + ", ".join(ENCRYPTIONS))
-    for name, (lo, hi) in _RANGES.items():
-        v = getattr(c, name)
-        if not lo <= v <= hi:
-            _fail(name, v, f"allowed range is {lo}..{hi}")
-    for name in _POSITIVE:
-        if not getattr(c, name) > 0:
-            _fail(name, getattr(c, name), "must be > 0")
-    for name in _NONNEGATIVE:
-        if not getattr(c, name) >= 0:
-            _fail(name, getattr(c, name), "must be >= 0")
+    check_types(c, _TYPES)
+    check_choices(c, {**_CHOICES, "encryption": ENCRYPTIONS})
+    check_ranges(c, _RANGES, _POSITIVE, _NONNEGATIVE)
     if c.up_bits == 1 or c.down_bits == 1:
         pass  # 1 bit of level + 1 sign bit per value is a valid (ternary) quantizer
     if not 0 < c.topk_ratio <= 1:
-        _fail("topk_ratio", c.topk_ratio, "allowed range is (0, 1]")
+        fail("topk_ratio", c.topk_ratio, "allowed range is (0, 1]")
     if c.method in ("colr", "scolr", "svd") and c.rank > c.dim:
-        _fail("rank", c.rank, f"must be <= dim ({c.dim}): a rank-r update of a d-dimensional embedding has r <= d")
+        fail("rank", c.rank, f"must be <= dim ({c.dim}): a rank-r update of a d-dimensional embedding has r <= d")
     if c.method == "scolr" and c.scolr_min_rank > c.rank:
-        _fail("scolr_min_rank", c.scolr_min_rank, f"must be <= rank ({c.rank})")
+        fail("scolr_min_rank", c.scolr_min_rank, f"must be <= rank ({c.rank})")
     if c.dataset != "synthetic" and c.data_skew != 1.0:
-        _fail("data_skew", c.data_skew, f"data_skew applies to synthetic data only; {c.dataset} has its own, "
+        fail("data_skew", c.data_skew, f"data_skew applies to synthetic data only; {c.dataset} has its own, "
                                         "fixed per-client data sizes (use data_skew=1.0 or dataset='synthetic')")
     _validate_tiers(c.bandwidth_tiers)
     _validate_encryption(c)
@@ -212,7 +177,7 @@ def _validate_encryption(c: RunConfig) -> None:
 
     bits = c.ckks_coeff_bits
     if not isinstance(bits, tuple) or not all(isinstance(b, int) and not isinstance(b, bool) for b in bits):
-        _fail("ckks_coeff_bits", bits, "expected a tuple of prime sizes in bits, e.g. (60, 50, 60), or () for "
+        fail("ckks_coeff_bits", bits, "expected a tuple of prime sizes in bits, e.g. (60, 50, 60), or () for "
                                        "(60, ckks_scale_bits, 60)")
     try:
         check_ckks(c.ckks_degree, c.ckks_chain(), c.ckks_scale_bits,
@@ -221,7 +186,7 @@ def _validate_encryption(c: RunConfig) -> None:
         hint = "" if bits else " (ckks_coeff_bits=() means (60, ckks_scale_bits, 60))"
         raise ConfigError(f"{e}{hint}") from None
     if c.paillier_key_bits % 256:
-        _fail("paillier_key_bits", c.paillier_key_bits, "must be a multiple of 256 (1024..8192)")
+        fail("paillier_key_bits", c.paillier_key_bits, "must be a multiple of 256 (1024..8192)")
     enc = c.encryption
     if enc == "none":
         return
@@ -233,36 +198,36 @@ def _validate_encryption(c: RunConfig) -> None:
                        "up; Top-K is encrypted value by value with paillier",
                }.get(c.method, "paillier encrypts value by value (~80 ms per value at 2048 bits): it is meant for "
                                "the k values of Top-K; use ckks or secagg for dense updates")
-        _fail("encryption", enc, f"not available with method={c.method!r}: {why}. Allowed combinations: {combos}")
+        fail("encryption", enc, f"not available with method={c.method!r}: {why}. Allowed combinations: {combos}")
     if c.up_bits:
-        _fail("up_bits", c.up_bits, f"must be 0 with encryption={enc!r}: quantized codes with per-client scales "
+        fail("up_bits", c.up_bits, f"must be 0 with encryption={enc!r}: quantized codes with per-client scales "
                                     "cannot be summed under encryption or masking")
     if enc in ("ckks", "paillier") and c.down_bits:
-        _fail("down_bits", c.down_bits, f"must be 0 with encryption={enc!r}: the downlink is the encrypted "
+        fail("down_bits", c.down_bits, f"must be 0 with encryption={enc!r}: the downlink is the encrypted "
                                         "aggregate, which the server cannot quantize")
     if enc == "paillier":
         if c.aggregation != "weighted":
-            _fail("aggregation", c.aggregation, "must be 'weighted' with encryption='paillier': the per-item mean "
+            fail("aggregation", c.aggregation, "must be 'weighted' with encryption='paillier': the per-item mean "
                                                 "needs each client's item bitmap encrypted too (one Paillier "
                                                 "encryption per item)")
         if c.compress_down:
-            _fail("compress_down", c.compress_down, "must be false with encryption='paillier': the server cannot "
+            fail("compress_down", c.compress_down, "must be false with encryption='paillier': the server cannot "
                                                     "pick the top-k of encrypted values, clients download the "
                                                     "encrypted union of the uploaded indices")
     if enc == "secagg" and min(c.clients_per_round, c.he_real_clients) < 2:
         field_ = "clients_per_round" if c.clients_per_round < 2 else "he_real_clients"
-        _fail(field_, getattr(c, field_), "must be >= 2 with encryption='secagg': pairwise masks need two clients "
+        fail(field_, getattr(c, field_), "must be >= 2 with encryption='secagg': pairwise masks need two clients "
                                           "(with one, its masked vector is its update)")
 
 
 def _validate_tiers(tiers) -> None:
     if not isinstance(tiers, tuple):
-        _fail("bandwidth_tiers", tiers, "expected a tuple of (share, down_factor, up_factor)")
+        fail("bandwidth_tiers", tiers, "expected a tuple of (share, down_factor, up_factor)")
     for t in tiers:
         if not (isinstance(t, tuple) and len(t) == 3 and all(isinstance(x, (int, float)) and x > 0 for x in t)):
-            _fail("bandwidth_tiers", tiers, "each tier is (share > 0, down_factor > 0, up_factor > 0)")
+            fail("bandwidth_tiers", tiers, "each tier is (share > 0, down_factor > 0, up_factor > 0)")
     if tiers and abs(sum(t[0] for t in tiers) - 1) > 1e-6:
-        _fail("bandwidth_tiers", tiers, "the shares must add up to 1")
+        fail("bandwidth_tiers", tiers, "the shares must add up to 1")
 
 
 def coerce_field(name: str, raw):
@@ -270,37 +235,11 @@ def coerce_field(name: str, raw):
 
     Raises ConfigError naming the field when the string does not parse; the value is not range-checked.
     """
-    t = _TYPES[name]
-    if not isinstance(raw, str) or t is str:
-        if t is tuple and isinstance(raw, list):
-            return tuple(tuple(x) if isinstance(x, list) else x for x in raw)
-        if t is float and isinstance(raw, int) and not isinstance(raw, bool):
-            return float(raw)
-        return raw
-    try:
-        if t is bool:
-            if raw.lower() in ("1", "true", "yes", "on"):
-                return True
-            if raw.lower() in ("0", "false", "no", "off"):
-                return False
-            raise ValueError
-        if t is int:
-            return int(raw)
-        if t is float:
-            return float(raw)
-        if t is tuple:
-            return coerce_field(name, json.loads(raw)) if raw else ()
-    except (ValueError, json.JSONDecodeError):
-        pass
-    expected = {bool: "true or false", int: "an integer", float: "a number", tuple: "a JSON list"}[t]
-    _fail(name, raw, f"expected {expected}")
+    return coerce(name, raw, _TYPES[name])
 
 
 def from_dict(d: dict) -> RunConfig:
-    unknown = sorted(set(d) - set(FIELD_NAMES))
-    if unknown:
-        raise ConfigError(f"unknown config field(s) {', '.join(unknown)}; valid fields are: {', '.join(FIELD_NAMES)}")
-    return RunConfig(**{k: coerce_field(k, v) for k, v in d.items()})
+    return build(RunConfig, d)
 
 
 def from_query(params: dict[str, str]) -> RunConfig:

@@ -14,7 +14,7 @@ import json
 import typing
 from dataclasses import dataclass, fields
 
-from ..config import ConfigError
+from ..typed_config import ConfigError, build, check_choices, check_ranges, check_types, fail, query_of
 from .data import DATASETS, MLP_DATASETS, RANKING_DATASETS, RATING_DATASETS
 from .hashing import SIZES
 
@@ -81,9 +81,7 @@ class FairConfig:
         return from_dict({**self.to_dict(), **changes})
 
     def to_query(self) -> dict[str, str]:
-        default = FairConfig()
-        return {f.name: str(getattr(self, f.name)) for f in fields(self)
-                if getattr(self, f.name) != getattr(default, f.name)}
+        return query_of(self)
 
     # --- capacities -----------------------------------------------------------
     def ratios(self) -> tuple[int, ...]:
@@ -115,76 +113,53 @@ _RANGES = {
 _CHOICES = {"task": TASKS, "method": METHODS, "assign": ASSIGNS, "sizes": SIZES, "optimizer": OPTIMIZERS}
 
 
-def _fail(name: str, value, allowed: str) -> typing.NoReturn:
-    raise ConfigError(f"{name}={value!r} is invalid: {allowed}")
-
-
 def parse_capacities(text: str) -> tuple[int, ...]:
     """ "1x-2x-4x" -> (1, 2, 4); each a power of two, at most 8 tiers."""
     if not isinstance(text, str) or not text:
-        _fail("capacities", text, 'expected tiers like "1x-2x" or "4x-8x-16x"')
+        fail("capacities", text, 'expected tiers like "1x-2x" or "4x-8x-16x"')
     out = []
     for tok in text.lower().split("-"):
         tok = tok.strip()
         if not tok.endswith("x") or not tok[:-1].isdigit():
-            _fail("capacities", text, 'expected tiers like "1x-2x" or "4x-8x-16x" (a power of two before each x)')
+            fail("capacities", text, 'expected tiers like "1x-2x" or "4x-8x-16x" (a power of two before each x)')
         r = int(tok[:-1])
         if r < 1 or r & (r - 1) or r > 2**16:
-            _fail("capacities", text, f"{tok} is not a power of two between 1x and 65536x")
+            fail("capacities", text, f"{tok} is not a power of two between 1x and 65536x")
         out.append(r)
     if len(out) > 8:
-        _fail("capacities", text, "at most 8 tiers")
+        fail("capacities", text, "at most 8 tiers")
     return tuple(out)
 
 
 def _validate(c: FairConfig) -> None:
-    for f in fields(c):
-        v, t = getattr(c, f.name), _TYPES[f.name]
-        if t is bool and not isinstance(v, bool):
-            _fail(f.name, v, "expected true or false")
-        if t is int and (isinstance(v, bool) or not isinstance(v, int)):
-            _fail(f.name, v, "expected an integer")
-        if t is float and (isinstance(v, bool) or not isinstance(v, (int, float))):
-            _fail(f.name, v, "expected a number")
-        if t is str and not isinstance(v, str):
-            _fail(f.name, v, "expected a string")
-    for name, choices in _CHOICES.items():
-        if getattr(c, name) not in choices:
-            _fail(name, getattr(c, name), "allowed values are " + ", ".join(choices))
-    if c.dataset not in DATASETS:
-        _fail("dataset", c.dataset, "allowed values are " + ", ".join(DATASETS))
+    check_types(c, _TYPES)
+    check_choices(c, {**_CHOICES, "dataset": DATASETS})
     if c.dataset not in TASK_DATASETS[c.task]:
-        _fail("dataset", c.dataset, f"task={c.task!r} runs on " + ", ".join(TASK_DATASETS[c.task]))
-    for name, (lo, hi) in _RANGES.items():
-        if not lo <= getattr(c, name) <= hi:
-            _fail(name, getattr(c, name), f"allowed range is {lo}..{hi}")
-    if not c.lr > 0:
-        _fail("lr", c.lr, "must be > 0")
-    if not c.weight_decay >= 0:
-        _fail("weight_decay", c.weight_decay, "must be >= 0")
+        fail("dataset", c.dataset, f"task={c.task!r} runs on " + ", ".join(TASK_DATASETS[c.task]))
+    check_ranges(c, _RANGES, positive=("lr",), nonnegative=("weight_decay",))
     if not 0 < c.full_fraction <= 1:
-        _fail("full_fraction", c.full_fraction, "allowed range is (0, 1]")
+        fail("full_fraction", c.full_fraction, "allowed range is (0, 1]")
     if not c.dirichlet_alpha > 0:
-        _fail("dirichlet_alpha", c.dirichlet_alpha, "must be > 0")
+        fail("dirichlet_alpha", c.dirichlet_alpha, "must be > 0")
     ratios = parse_capacities(c.capacities)
     if c.assign == "random" and len(ratios) != 2:
-        _fail("capacities", c.capacities, 'assign="random" needs exactly two tiers, e.g. "1x-2x"')
+        fail("capacities", c.capacities, 'assign="random" needs exactly two tiers, e.g. "1x-2x"')
     if c.method == "full-trn" and 1 not in ratios:
-        _fail("method", c.method, f"full-trn trains only devices that hold the full model, and capacities="
+        fail("method", c.method, f"full-trn trains only devices that hold the full model, and capacities="
                                   f"{c.capacities!r} has no 1x tier")
     if c.method == "fixed" and (c.model_ratio & (c.model_ratio - 1) or not any(r <= c.model_ratio for r in ratios)):
-        _fail("model_ratio", c.model_ratio, f"a power of two that some device of {c.capacities!r} can hold "
+        fail("model_ratio", c.model_ratio, f"a power of two that some device of {c.capacities!r} can hold "
                                             f"(>= {min(ratios)})")
     if c.method == "fedhm":
         limit = fedhm_limit(c)
         bad = [r for r in ratios if r >= limit]
         if bad:
-            _fail("capacities", c.capacities, f"FedHM cannot compress {bad[0]}x: a rank-k factorization needs "
+            fail("capacities", c.capacities, f"FedHM cannot compress {bad[0]}x: a rank-k factorization needs "
                                               f"k = d/ratio >= 2 here (ratios below {limit}x); N/A as in the paper")
     if c.task != "mlp" and c.block and c.dim % c.block:
-        _fail("block", c.block, f"must divide dim ({c.dim}), or 0 for one embedding row")
+        fail("block", c.block, f"must divide dim ({c.dim}), or 0 for one embedding row")
     if c.task != "mlp" and c.dim & (c.dim - 1):
-        _fail("dim", c.dim, "must be a power of two (the low-rank baseline uses rank dim / ratio)")
+        fail("dim", c.dim, "must be a power of two (the low-rank baseline uses rank dim / ratio)")
 
 
 def fedhm_limit(c: FairConfig) -> int:
@@ -204,29 +179,8 @@ def fedhm_supports(c: FairConfig) -> bool:
     return True
 
 
-def _coerce(name: str, raw):
-    t = _TYPES[name]
-    if not isinstance(raw, str) or t is str:
-        if t is float and isinstance(raw, int) and not isinstance(raw, bool):
-            return float(raw)
-        return raw
-    try:
-        if t is bool:
-            if raw.lower() in ("1", "true", "yes", "on"):
-                return True
-            if raw.lower() in ("0", "false", "no", "off"):
-                return False
-            raise ValueError
-        return t(raw)
-    except ValueError:
-        _fail(name, raw, {bool: "expected true or false", int: "expected an integer", float: "expected a number"}[t])
-
-
 def from_dict(d: dict) -> FairConfig:
-    unknown = sorted(set(d) - set(FIELD_NAMES))
-    if unknown:
-        raise ConfigError(f"unknown config field(s) {', '.join(unknown)}; valid fields are: {', '.join(FIELD_NAMES)}")
-    return FairConfig(**{k: _coerce(k, v) for k, v in d.items()})
+    return build(FairConfig, d)
 
 
 # --- the paper's settings ---------------------------------------------------------

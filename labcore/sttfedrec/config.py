@@ -7,7 +7,7 @@ import json
 import typing
 from dataclasses import dataclass, fields
 
-from ..config import ConfigError
+from ..typed_config import build, check_choices, check_ranges, check_types, fail, query_of
 
 FRAMEWORKS = ("centralized", "fl", "sttfedrec", "fcf", "fedmvmf")
 TOWER_KINDS = ("dssm", "clsm")
@@ -93,8 +93,7 @@ class STTConfig:
         return from_dict({**self.to_dict(), **changes})
 
     def to_query(self) -> dict[str, str]:
-        default = STTConfig()
-        return {f.name: str(getattr(self, f.name)) for f in fields(self) if getattr(self, f.name) != getattr(default, f.name)}
+        return query_of(self)
 
 
 _NOT_IN_KEY = ("eval_users", "ledger_every")  # what is measured, not what is trained
@@ -113,50 +112,18 @@ _UNIT = ("rho", "lr_decay", "dropout", "beta1", "beta2")  # in [0, 1)
 _POSITIVE = ("lr", "tau", "init_std", "gamma", "private_lr")
 
 
-def _fail(name: str, value, allowed: str) -> typing.NoReturn:
-    raise ConfigError(f"{name}={value!r} is invalid: {allowed}")
-
-
 def _validate(c: STTConfig) -> None:
-    for f in fields(c):
-        v, t = getattr(c, f.name), _TYPES[f.name]
-        if t is int and (isinstance(v, bool) or not isinstance(v, int)):
-            _fail(f.name, v, "expected an integer")
-        if t is float and (isinstance(v, bool) or not isinstance(v, (int, float))):
-            _fail(f.name, v, "expected a number")
-        if t is str and not isinstance(v, str):
-            _fail(f.name, v, "expected a string")
-    for name, choices in _CHOICES.items():
-        if getattr(c, name) not in choices:
-            _fail(name, getattr(c, name), "allowed values are " + ", ".join(choices))
-    for name, (lo, hi) in _RANGES.items():
-        if not lo <= getattr(c, name) <= hi:
-            _fail(name, getattr(c, name), f"allowed range is {lo}..{hi}")
+    check_types(c, _TYPES)
+    check_choices(c, _CHOICES)
+    check_ranges(c, _RANGES, positive=_POSITIVE)
     for name in _UNIT:
         if not 0 <= getattr(c, name) < 1:
-            _fail(name, getattr(c, name), "allowed range is [0, 1)")
-    for name in _POSITIVE:
-        if not getattr(c, name) > 0:
-            _fail(name, getattr(c, name), "must be > 0")
+            fail(name, getattr(c, name), "allowed range is [0, 1)")
     if c.frac_bits >= c.ring_bits - 1:
-        _fail("frac_bits", c.frac_bits, f"must be < ring_bits - 1 = {c.ring_bits - 1}")
+        fail("frac_bits", c.frac_bits, f"must be < ring_bits - 1 = {c.ring_bits - 1}")
     if c.n_neg < 1:
-        _fail("rho", c.rho, f"leaves no non-clicked item in a request of {c.request_size}: raise rho or request_size")
+        fail("rho", c.rho, f"leaves no non-clicked item in a request of {c.request_size}: raise rho or request_size")
 
 
 def from_dict(d: dict) -> STTConfig:
-    unknown = sorted(set(d) - set(FIELD_NAMES))
-    if unknown:
-        raise ConfigError(f"unknown config field(s) {', '.join(unknown)}; valid fields are: {', '.join(FIELD_NAMES)}")
-    out = {}
-    for k, v in d.items():
-        t = _TYPES[k]
-        if isinstance(v, str) and t is not str:
-            try:
-                v = t(v)
-            except ValueError:
-                _fail(k, v, f"expected {'an integer' if t is int else 'a number'}")
-        elif t is float and isinstance(v, int) and not isinstance(v, bool):
-            v = float(v)
-        out[k] = v
-    return STTConfig(**out)
+    return build(STTConfig, d)
