@@ -18,7 +18,7 @@ from .typed_config import ConfigError, build, check_choices, check_ranges, check
 METHODS = ("fedmf", "colr", "scolr", "svd", "topk")
 DATASETS = ("synthetic", "ml-1m", "ml-100k", "pinterest")
 SYNTHETIC_SIZES = ("tiny", "small", "medium", "ml1m")
-B_INITS = ("normal", "orthonormal", "sphere")
+B_INITS = ("normal", "orthonormal", "sphere", "sphere_scaled")
 AGGREGATIONS = ("item_mean", "weighted")
 COMP_TIME_MODES = ("calibrated", "measured")
 ENCRYPTIONS = ("none", "ckks", "secagg", "paillier")  # labcore.fed.secure implements each

@@ -42,7 +42,8 @@ PINTEREST_DIMS = (1, 2, 4, 8, 16)
 PINTEREST_RANKS = (1, 2, 4, 8)
 TOPK_RANKS = (1, 2, 4, 8, 16)  # Table 2 / Table 3: TopK@r keeps r/d of the values (and sends their indices)
 SCOLR_RANKS = (32, 16, 8, 4)
-B_INITS = ("normal", "orthonormal", "sphere")
+B_INITS = ("normal", "orthonormal", "sphere")  # the paper's three
+FIG5_DIAGNOSTIC = "sphere_scaled"  # ours: unit-sphere columns times sqrt(d/r), the second moment of the other two
 # SVD / Top-K (Fig. 4, Table 2's measured columns) and the other distributions of B (Fig. 5) at three ratios a
 # factor 4 apart: each SVD / Top-K run costs as much as FedMF d=64, and the full ladder would double the
 # reproduction time. Table 2's paper-accounting column still covers every row of the paper.

@@ -21,16 +21,18 @@ from .base import FedMF, RoundSetup, Wire
 
 
 def draw_B(kind: str, d: int, r: int, gen: torch.Generator) -> torch.Tensor:
-    """The three distributions of CoLR's Fig. 5."""
+    """The three distributions of CoLR's Fig. 5, and the sphere rescaled to their second moment."""
     G = torch.randn(d, r, generator=gen)
     if kind == "normal":  # N(0, 1/r) entries: E[B B^T] = (d... ) unbiased per Lemma A.2
         return G / math.sqrt(r)
     if kind == "orthonormal":  # orthonormal columns scaled so that E[B B^T] = I
         Qm, _ = torch.linalg.qr(G)
         return Qm * math.sqrt(d / r)
-    if kind == "sphere":  # columns uniform on the unit sphere
+    if kind == "sphere":  # columns uniform on the unit sphere: E[B B^T] = (r/d) I, smaller steps
         return G / G.norm(dim=0, keepdim=True)
-    raise ValueError(f"b_init={kind!r}: allowed values are normal, orthonormal, sphere")
+    if kind == "sphere_scaled":  # the same directions scaled by sqrt(d/r): E[B B^T] = I like the other two
+        return G / G.norm(dim=0, keepdim=True) * math.sqrt(d / r)
+    raise ValueError(f"b_init={kind!r}: allowed values are normal, orthonormal, sphere, sphere_scaled")
 
 
 class CoLR(FedMF):
