@@ -99,7 +99,7 @@ PRESETS = (
            "Ratio r/d for all three, both directions compressed; paper: 1000 rounds, more ratios."),
     Preset("fig5-ml1m", "Fig. 5: distribution of CoLR's B (ML-1M)", "compare",
            {**_ML1M, "dim": "64", "rounds": "100", "eval_every": "20", "_mode": "b_init", "_values": "8"},
-           "normal, orthonormal and sphere B at rank 8; paper: 1000 rounds."),
+           "normal, orthonormal and sphere B at rank 8, and (ours) the sphere scaled by sqrt(d/r); paper: 1000 rounds."),
     Preset("table2-ml1m", "Table 2: communication vs computation time (ML-1M)", "compare",
            {**_ML1M, "dim": "64", "rounds": "50", "eval_every": "25", "_mode": "rank", "_values": "1,4,16"},
            "The round-time chart under the sweep is Table 2's form (0.75 / 0.25 MB/s, R_comp=7, C_comp=10 s)."),

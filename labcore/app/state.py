@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from typing import Any, Mapping
 
-from ..config import (DATASETS, ENCRYPTIONS, FIELD_NAMES, METHODS, SYNTHETIC_SIZES, ConfigError, RunConfig,
+from ..config import (B_INITS, DATASETS, ENCRYPTIONS, FIELD_NAMES, METHODS, SYNTHETIC_SIZES, ConfigError, RunConfig,
                       coerce_field, from_dict)
 
 # Query parameters Streamlit itself uses; never reported as unknown.
@@ -207,7 +207,7 @@ def _explorer_controls() -> tuple[Control, ...]:
         Control("lr", "learning rate", "number", "advanced", (), 0.001, 100.0, 0.05),
         Control("eval_every", "evaluate every (rounds)", "slider", "advanced", (), 1, 100, 1),
         Control("rank_every", "effective rank every (rounds, 0 = never)", "slider", "advanced", (), 0, 100, 1),
-        Control("b_init", "CoLR B distribution", "select", "advanced", ("normal", "orthonormal", "sphere"),
+        Control("b_init", "CoLR B distribution", "select", "advanced", B_INITS,
                 show_if=("method", ("colr", "scolr"))),
         Control("b_as_seed", "send B as a seed", "toggle", "advanced", show_if=("method", ("colr", "scolr"))),
         Control("compress_down", "compress the downlink too", "toggle", "advanced", show_if=("method", ("svd", "topk"))),

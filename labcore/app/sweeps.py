@@ -8,7 +8,7 @@ rank    CoLR's Fig. 3 form: CoLR@r at the base d against FedMF with d=r, which
 ratio   Fig. 4 form: CoLR@r, SVD@r and Top-K keeping r/d of the values, i.e.
         the same compression ratio (SVD also sends V: r(N+d) values), both
         directions compressed; with the baseline, FedMF with d=r dashed.
-b_init  Fig. 5: CoLR@r with B normal, orthonormal or on the sphere.
+b_init  Fig. 5: CoLR@r with B normal, orthonormal, on the sphere, and on the sphere scaled by sqrt(d/r).
 scolr   Table 4: SCoLR with local ranks r_u uniform in 1..r against CoLR@r.
 bits    CoLR@r (the base rank) with uplink and downlink quantized to b bits,
         against float32.
