@@ -7,13 +7,11 @@ string (the app keeps its whole state in the URL).
 """
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
 import typing
 from dataclasses import dataclass, field, fields
 
-from .typed_config import ConfigError, build, check_choices, check_ranges, check_types, coerce, fail, query_of
+from .typed_config import (ConfigError, TypedConfig, build, check_choices, check_ranges, check_types, coerce, fail,
+                           hash_key)
 
 METHODS = ("fedmf", "colr", "scolr", "svd", "topk")
 DATASETS = ("synthetic", "ml-1m", "ml-100k", "pinterest")
@@ -28,7 +26,7 @@ ENCRYPTION_METHODS = {"none": METHODS, "ckks": ("fedmf", "colr", "scolr"), "seca
 
 
 @dataclass(frozen=True)
-class RunConfig:
+class RunConfig(TypedConfig):
     # data
     dataset: str = "synthetic"
     synthetic_size: str = "small"
@@ -85,23 +83,12 @@ class RunConfig:
         _validate(self)
 
     # --- identity -------------------------------------------------------
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
     def key(self) -> str:
         """Stable hash of every field that can change the numbers: the cache key for results."""
         skip = _NOT_IN_KEY + _unused_encryption_fields(self.encryption)
         skip += tuple(k for k, v in _KEY_FROM_NON_DEFAULT.items() if getattr(self, k) == v)
         d = {k: v for k, v in self.to_dict().items() if k not in skip}
-        blob = json.dumps(d, sort_keys=True, default=list)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-    def replace(self, **changes) -> "RunConfig":
-        return from_dict({**self.to_dict(), **changes})
-
-    def to_query(self) -> dict[str, str]:
-        """Only the fields that differ from the defaults, as strings."""
-        return query_of(self)
+        return hash_key(d)
 
     def describe(self) -> str:
         m = self.method

@@ -6,6 +6,8 @@ defaults, so that every bad value fails the same way: `<field>=<value> is invali
 """
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import typing
 from dataclasses import fields
@@ -13,6 +15,26 @@ from dataclasses import fields
 
 class ConfigError(ValueError):
     """A configuration value is invalid; the message names the field and what is allowed."""
+
+
+class TypedConfig:
+    """What every config class shares; subclasses are frozen dataclasses that validate in __post_init__."""
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def replace(self, **changes):
+        return build(type(self), {**self.to_dict(), **changes})
+
+    def to_query(self) -> dict[str, str]:
+        """Only the fields that differ from the defaults, as strings (the app's URL)."""
+        return query_of(self)
+
+
+def hash_key(fields_and_values: dict, prefix: str = "") -> str:
+    """A stable 16-hex-digit name for a config's results (the on-disk cache key)."""
+    blob = json.dumps(fields_and_values, sort_keys=True, default=list)
+    return prefix + hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def fail(name: str, value, allowed: str) -> typing.NoReturn:

@@ -8,13 +8,10 @@ the first capacity and the rest at the second (the paper's Table 3).
 """
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
 import typing
 from dataclasses import dataclass, fields
 
-from ..typed_config import ConfigError, build, check_choices, check_ranges, check_types, fail, query_of
+from ..typed_config import ConfigError, TypedConfig, build, check_choices, check_ranges, check_types, fail, hash_key
 from .data import DATASETS, MLP_DATASETS, RANKING_DATASETS, RATING_DATASETS
 from .hashing import SIZES
 
@@ -28,7 +25,7 @@ TASK_DATASETS = {"ranking": RANKING_DATASETS, "rating": RATING_DATASETS, "mlp": 
 
 
 @dataclass(frozen=True)
-class FairConfig:
+class FairConfig(TypedConfig):
     # task and data
     task: str = "ranking"  # ranking: NeuMF + BPR, NDCG@20; rating: NeuMF-MLP + MSE; mlp: 64-512-10 on digits
     dataset: str = "synthetic"
@@ -70,18 +67,9 @@ class FairConfig:
         _validate(self)
 
     # --- identity -------------------------------------------------------------
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
     def key(self) -> str:
         d = {k: v for k, v in self.to_dict().items() if k not in _NOT_IN_KEY}
-        return "fair-" + hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
-
-    def replace(self, **changes) -> "FairConfig":
-        return from_dict({**self.to_dict(), **changes})
-
-    def to_query(self) -> dict[str, str]:
-        return query_of(self)
+        return hash_key(d, "fair-")
 
     # --- capacities -----------------------------------------------------------
     def ratios(self) -> tuple[int, ...]:

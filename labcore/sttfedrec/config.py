@@ -1,13 +1,10 @@
 """`STTConfig`: one frozen, validated description of a two-tower run (the core `RunConfig` pattern)."""
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
 import typing
 from dataclasses import dataclass, fields
 
-from ..typed_config import build, check_choices, check_ranges, check_types, fail, query_of
+from ..typed_config import TypedConfig, build, check_choices, check_ranges, check_types, fail, hash_key
 
 FRAMEWORKS = ("centralized", "fl", "sttfedrec", "fcf", "fedmvmf")
 TOWER_KINDS = ("dssm", "clsm")
@@ -17,7 +14,7 @@ LABELS = {"centralized": "{T}", "fl": "FL-{T}", "sttfedrec": "STTFedRec-{T}", "f
 
 
 @dataclass(frozen=True)
-class STTConfig:
+class STTConfig(TypedConfig):
     framework: str = "sttfedrec"  # centralized, fl (naive FL two-tower), sttfedrec, fcf (federated MF), fedmvmf
     tower: str = "dssm"  # dssm or clsm (two-tower frameworks)
     # data
@@ -82,18 +79,9 @@ class STTConfig:
         return LABELS[self.framework].format(T=self.tower.upper())
 
     # --- identity ----------------------------------------------------------------------------------
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
     def key(self) -> str:
         d = {k: v for k, v in self.to_dict().items() if k not in _NOT_IN_KEY}
-        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
-
-    def replace(self, **changes) -> "STTConfig":
-        return from_dict({**self.to_dict(), **changes})
-
-    def to_query(self) -> dict[str, str]:
-        return query_of(self)
+        return hash_key(d)
 
 
 _NOT_IN_KEY = ("eval_users", "ledger_every")  # what is measured, not what is trained
