@@ -30,18 +30,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from labcore.app.server import serve
+
 CHROMIUM = "/usr/bin/chromium"
 MAX_SESSIONS = 40
 
@@ -49,44 +45,6 @@ MAX_SESSIONS = 40
 def chromium_args() -> list[str]:
     return ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def serve(cache_dir: str | None = None):
-    """`streamlit run app.py` on 127.0.0.1:<free port> with a fresh result cache; yields the base URL."""
-    port = _free_port()
-    cache = cache_dir or tempfile.mkdtemp(prefix="labcore-app-cache-")
-    log = open(Path(tempfile.mkdtemp(prefix="labcore-app-log-")) / "streamlit.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
-        cwd=ROOT, env={**os.environ, "LABCORE_CACHE": cache}, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(url + "/_stcore/health", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"streamlit did not start; log: {log.name}")
-                time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 async def _session(browser, url: str, timeout_s: float) -> dict:

@@ -4,18 +4,14 @@ Opens the app, moves the rank slider and checks that the chart and the byte coun
 saves a screenshot of every page under artifacts/ (git-ignored). Needs the system Chromium at
 /usr/bin/chromium (scripts/setup.sh installs it on CI; DEVELOPERS.md explains the set-up).
 """
-import os
 import re
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT, shared_data
+from labcore.app.server import serve
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -32,42 +28,11 @@ pytestmark = pytest.mark.skipif(not CHROMIUM.exists(),
                                        "with apt-get; see DEVELOPERS.md)")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """`streamlit run app.py` on a free loopback port, with its own result cache."""
-    port = _free_port()
-    env = {**os.environ, "LABCORE_CACHE": str(tmp_path_factory.mktemp("runs"))}
-    log = tmp_path_factory.mktemp("log") / "streamlit.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-             "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-             "--server.fileWatcherType", "none"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(url + "/_stcore/health", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"streamlit did not start:\n{log.read_text()}")
-                time.sleep(0.3)
+    with serve(cache_dir=tmp_path_factory.mktemp("runs")) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture(scope="module")
