@@ -168,3 +168,14 @@ def test_load_data_follows_the_data_skew():
     base = RunConfig(synthetic_size="tiny")
     assert client_data_gini(load_data(base.replace(data_skew=0.0))) == 0.0
     assert client_data_gini(load_data(base)) > 0.0
+
+
+def test_an_unreadable_checkpoint_is_reported_and_training_starts_over(tiny, tmp_path):
+    cfg = RunConfig(method="colr", **FAST)
+    folder = tmp_path / cfg.key()
+    folder.mkdir()
+    (folder / CHECKPOINT).write_bytes(b"half-written")
+    with pytest.warns(UserWarning, match="ignoring the checkpoint"):
+        res = run(cfg, data=tiny, cache_dir=tmp_path, progress=False)
+    ref = run(cfg, data=tiny, use_cache=False, progress=False)
+    assert res.complete and res.table["loss"].tolist() == ref.table["loss"].tolist()

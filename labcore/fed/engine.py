@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -195,7 +196,8 @@ def resume(sim, folder: Path) -> bool:
         return False
     try:
         sim.load_state(torch.load(ckpt, weights_only=False))
-    except Exception:  # unreadable or another config's: start over rather than fail
+    except Exception as e:  # unreadable or another config's: start over rather than fail, but say so
+        warnings.warn(f"ignoring the checkpoint in {folder} ({type(e).__name__}: {e}); training from round 0")
         return False
     return True
 
