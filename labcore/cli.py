@@ -1,6 +1,8 @@
-"""Command line: `labcore run ...`, `labcore table2 ...`, `labcore figure ...`, `labcore datasets`.
+"""Command line: `labcore run ...`, `labcore figure ...`, `labcore topics`, `labcore datasets`, and the
+commands topics add (`labcore table2 ...` is CoLR's: `labcore/colr/cli.py`).
 
 Every RunConfig field is an option (`--rank 4`, `--bandwidth-tiers '[[0.5,1,1],[0.5,0.2,0.2]]'`).
+A topic adds commands by naming a module with `add_commands(subparsers)` as its `cli` (labcore.topics).
 """
 from __future__ import annotations
 
@@ -22,13 +24,13 @@ def _positive_int(text: str) -> int:
     return n
 
 
-def _add_config_options(p: argparse.ArgumentParser) -> None:
+def add_config_options(p: argparse.ArgumentParser) -> None:
     for f in fields(RunConfig):
         p.add_argument("--" + f.name.replace("_", "-"), dest=f.name, default=None,
                        help=f"default: {getattr(RunConfig(), f.name)!r}")
 
 
-def _config(ns: argparse.Namespace) -> RunConfig:
+def config_from_args(ns: argparse.Namespace) -> RunConfig:
     given = {f.name: getattr(ns, f.name) for f in fields(RunConfig) if getattr(ns, f.name) is not None}
     return from_dict(given)
 
@@ -48,7 +50,7 @@ def _summary(res) -> str:
 def cmd_run(ns) -> int:
     from .fed.engine import default_cache_dir, run
 
-    cfg = _config(ns)
+    cfg = config_from_args(ns)
     res = run(cfg, cache_dir=ns.cache_dir, use_cache=not ns.no_cache, progress=not ns.quiet)
     print(_summary(res))
     out = Path(ns.out) if ns.out else (Path(ns.cache_dir or default_cache_dir()) / cfg.key() / "table.csv")
@@ -61,18 +63,6 @@ def cmd_run(ns) -> int:
 
         plots.metric_curves([res], x="round", y="hr").write_html(ns.plot)
         print(f"  plot: {ns.plot}")
-    return 0
-
-
-def cmd_table2(ns) -> int:
-    from .fed.engine import run
-    from .net.wallclock import table2
-
-    base = _config(ns)
-    runs = [run(base.replace(method="fedmf"), progress=not ns.quiet)]
-    for r in [int(x) for x in ns.ranks.split(",")]:
-        runs.append(run(base.replace(method="colr", rank=r), progress=not ns.quiet))
-    print(table2(runs).to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     return 0
 
 
@@ -164,6 +154,26 @@ def _train_cards_in_parallel(figures, ids: list[str], jobs: int) -> None:
         print(f"trained {n} runs in {(time.perf_counter() - t0) / 60:.1f} min on {jobs} processes", flush=True)
 
 
+def cmd_topics(ns) -> int:
+    from . import figures, topics
+
+    cards = figures.list_cards()
+    for t in topics.all_topics():
+        mine = [c for c in cards if topics.card_topic(c.id) is t]
+        stored = [c for c in mine if (figures.results_dir() / f"{c.id}.csv").exists()]
+        pages = ", ".join(p.title for p in t.pages) or "the core pages"
+        print(f"{t.name:<11} {t.title}")
+        print(f"{'':<11} paper:    {t.paper}")
+        print(f"{'':<11} section:  {t.section}; pages: {pages}")
+        print(f"{'':<11} notebook: {t.notebook or '-'}")
+        print(f"{'':<11} cards:    {len(mine)} ({len(stored)} with a stored full-size result)")
+        if ns.cards:
+            for c in mine:
+                print(f"{'':<13} {c.id:<28} {'stored' if c in stored else 'not stored':<10} {c.title}")
+        print()
+    return 0
+
+
 def cmd_datasets(ns) -> int:
     from .config import DATASETS
 
@@ -176,20 +186,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="labcore", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("run", help="train and evaluate one configuration (cached by config)")
-    _add_config_options(p)
+    add_config_options(p)
     p.add_argument("--out", help="also write the per-round table to this CSV")
     p.add_argument("--plot", help="write an HTML chart of HR@10 per round")
     p.add_argument("--no-cache", action="store_true", help="ignore stored results and checkpoints")
     p.add_argument("--cache-dir", help="where results live (default $LABCORE_CACHE or ~/.cache/labcore/runs)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(fn=cmd_run)
-    p = sub.add_parser("table2", help="CoLR Table 2's form: FedMF vs CoLR ranks, communication/computation time")
-    _add_config_options(p)
-    p.add_argument("--ranks", default="1,2,4,8,16,32")
-    p.add_argument("--quiet", action="store_true")
-    p.set_defaults(fn=cmd_table2)
-    p = sub.add_parser("figure", help="reproduce a paper figure or table (CoLR Fig. 2-5, Tables 2-4) beside the "
-                                      "paper's numbers")
+    p = sub.add_parser("figure", help="reproduce a paper figure or table beside the paper's numbers (every topic's cards: --list)")
     p.add_argument("card", nargs="?", help="card id (see --list), a pattern such as 'colr-*', or 'all'")
     p.add_argument("--list", action="store_true", help="list the cards (and whether a stored full result exists)")
     p.add_argument("--full", action="store_true", help="the real reproduction (paper datasets and settings); "
@@ -204,8 +208,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--html", help="where to write the plot (default ./<id>.html; a folder with 'all'; 'none': no plot)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(fn=cmd_figure)
+    p = sub.add_parser("topics", help="list every topic: its paper, notebook, pages and cards (and which are stored)")
+    p.add_argument("--cards", action="store_true", help="also list each topic's card ids")
+    p.set_defaults(fn=cmd_topics)
     p = sub.add_parser("datasets", help="list datasets and where they are looked up")
     p.set_defaults(fn=cmd_datasets)
+    from . import topics
+
+    for t in topics.all_topics():
+        mod = t.module(t.cli)
+        if mod is not None:
+            mod.add_commands(sub)
     ns = ap.parse_args(argv)
     try:
         return ns.fn(ns)

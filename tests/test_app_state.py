@@ -130,7 +130,8 @@ def test_every_hide_name_is_a_control_or_group():
 
 
 def test_every_fair_and_sttfedrec_preset_uses_values_its_page_offers():
-    from labcore.app.pages import fair, split_learning
+    from labcore.fair import page as fair
+    from labcore.sttfedrec import page as split_learning
 
     offered = {"_fair_data": tuple(fair.DATASETS), "_fair_tiers": fair.TIERS, "_fair_card": fair.CARDS,
                "_fair_rounds": tuple(str(r) for r in fair.ROUNDS), "card": split_learning.CARDS,

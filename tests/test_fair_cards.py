@@ -4,7 +4,8 @@ import math
 import pandas as pd
 import pytest
 
-from labcore.figures import fair_cards, registry
+from labcore.fair import cards as fair_cards
+from labcore.figures import registry
 from labcore.fair import paper_ranking, plots
 from labcore.fair.tradeoff import tradeoff_configs
 
@@ -74,7 +75,7 @@ def test_fair_app_page_renders(shared_cache, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("LABCORE_CACHE", str(shared_cache))
-    page = Path(__file__).resolve().parents[1] / "labcore" / "app" / "pages" / "fair.py"
+    page = Path(__file__).resolve().parents[1] / "labcore" / "fair" / "page.py"
     at = AppTest.from_file(str(page), default_timeout=120)
     at.query_params["_fair_data"] = "synthetic"
     at.query_params["_fair_rounds"] = "4"

@@ -9,7 +9,8 @@ import pytest
 from labcore import figures
 from labcore.cli import main
 from labcore.config import RunConfig
-from labcore.figures import cards, paper, runs
+from labcore.colr import cards, paper, runs
+from labcore.figures import runs as card_runs
 
 EXPECTED_IDS = {"colr-fig2-ml1m", "colr-fig2-pinterest", "colr-fig3-ml1m", "colr-fig3-pinterest", "colr-fig4-ml1m",
                 "colr-fig5-ml1m", "colr-table2-ml1m", "colr-table3-ml1m", "colr-table4-ml1m"}
@@ -215,8 +216,8 @@ def test_parallel_training_gives_the_serial_numbers(monkeypatch, tmp_path):
     cfgs = [RunConfig(dataset="synthetic", synthetic_size="tiny", method=m, rounds=4, eval_every=2, dim=8, rank=2,
                       clients_per_round=10)
             for m in ("colr", "fedmf")]
-    assert runs.train_parallel(cfgs, jobs=2, progress=False) == 2
-    assert runs.train_parallel(cfgs, jobs=2, progress=False) == 0  # all cached now
+    assert card_runs.train_parallel(cfgs, jobs=2, progress=False) == 2
+    assert card_runs.train_parallel(cfgs, jobs=2, progress=False) == 0  # all cached now
     for cfg in cfgs:
         parallel = run(cfg, progress=False).table
         serial = run(cfg, progress=False, cache_dir=tmp_path / "serial").table

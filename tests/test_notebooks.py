@@ -142,7 +142,7 @@ def labcore_problems(path: Path) -> list[str]:
         return None
 
     config_builders = {"labcore.RunConfig", "labcore.config.RunConfig", "labcore.paper_ml1m",
-                       "labcore.config.paper_ml1m", "labcore.labs_support.lab_config"}
+                       "labcore.config.paper_ml1m", "labcore.colr.exercises.lab_config"}
     configs: set[str] = set()  # names bound to a RunConfig (built by labcore, or .replace of one)
 
     def is_config(node) -> bool:
@@ -215,8 +215,8 @@ def test_static_check_catches_a_missing_name(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(
         "import labcore\nfrom labcore import plots\nfrom labcore import labs_support as labs\n"
-        "from labcore.privacy import no_such_thing\n"
-        "cfg = labs.lab_config(method='colr', rnak=4)\nother = cfg.replace(clients_per_rund=3)\n"
+        "from labcore.colr import exercises as ex\nfrom labcore.privacy import no_such_thing\n"
+        "cfg = ex.lab_config(method='colr', rnak=4)\nother = cfg.replace(clients_per_rund=3)\n"
         "something_else.replace(framework='x')\n"
         "plots.no_such_plot([])\nres = labcore.run(cfg)\nres.table['no_such_column']\nres.table.hr\n")]
     path = tmp_path / "broken.ipynb"
@@ -229,64 +229,64 @@ def test_static_check_catches_a_missing_name(tmp_path):
 
 # --- the exercise checks answer right and wrong ----------------------------------------------------------
 def test_checks_without_an_answer_say_what_to_fill_in():
-    from labcore import labs_support as labs
+    from labcore.colr import exercises as ex
 
-    assert labs.check_random_hr(...).ok is None
-    assert labs.check_colr_saving(..., 3706, 64, 4).ok is None
-    assert "✏️" in repr(labs.check_one_step_rank(...))
+    assert ex.check_random_hr(...).ok is None
+    assert ex.check_colr_saving(..., 3706, 64, 4).ok is None
+    assert "✏️" in repr(ex.check_one_step_rank(...))
 
 
 def test_checks_without_training():
-    from labcore import labs_support as labs
+    from labcore.colr import exercises as ex
 
-    cfg = labs.lab_config(paper=False, method="colr", rank=4)
-    assert labs.check_dataset_size(600, 400).ok and not labs.check_dataset_size(400, 600).ok
-    assert labs.check_upload_bytes(6492, cfg).ok and not labs.check_upload_bytes(6000, cfg).ok
-    assert labs.check_random_hr(0.1).ok and not labs.check_random_hr(0.01).ok
-    assert labs.check_metrics_at_rank(3, 1, 1 / 2.321928).ok and not labs.check_metrics_at_rank(3, 1, 1).ok
-    assert labs.check_metrics_at_rank(12, 0, 0).ok
-    assert labs.check_round_traffic_factor(2, cfg).ok and not labs.check_round_traffic_factor(1, cfg).ok
-    assert labs.check_one_step_rank(1).ok and not labs.check_one_step_rank(2).ok
-    assert labs.check_colr_saving(16, 3706, 64, 4).ok and not labs.check_colr_saving(4, 3706, 64, 4).ok
-    assert labs.check_topk_vs_colr(2.0, 400, 32, 4).ok and not labs.check_topk_vs_colr(1.0, 400, 32, 4).ok
-    assert labs.check_scolr_uplink(4.5 / 8, 400, 32, 8).ok and not labs.check_scolr_uplink(0.5 / 8, 400, 32, 8).ok
-    assert labs.check_comm_seconds(4.8255).ok and not labs.check_comm_seconds(5.06).ok  # 10**6-byte MB: wrong
-    assert labs.check_ciphertexts(4, 4 * 3706, 8192).ok and not labs.check_ciphertexts(3, 4 * 3706, 8192).ok
-    assert labs.check_collapsed_bucket(1, 3, 4, 2).ok and not labs.check_collapsed_bucket(3, 3, 4, 2).ok
-    assert labs.check_table_values(512, 300, 8, 4).ok and not labs.check_table_values(600, 300, 8, 4).ok  # pow2 rows
-    assert labs.check_devices_share(0.5, "1x-2x-4x-8x", 2).ok
-    assert not labs.check_devices_share(0.25, "1x-2x-4x-8x", 2).ok
-    assert labs.check_collapsed_bucket(..., 3, 4, 2).ok is None
+    cfg = ex.lab_config(paper=False, method="colr", rank=4)
+    assert ex.check_dataset_size(600, 400).ok and not ex.check_dataset_size(400, 600).ok
+    assert ex.check_upload_bytes(6492, cfg).ok and not ex.check_upload_bytes(6000, cfg).ok
+    assert ex.check_random_hr(0.1).ok and not ex.check_random_hr(0.01).ok
+    assert ex.check_metrics_at_rank(3, 1, 1 / 2.321928).ok and not ex.check_metrics_at_rank(3, 1, 1).ok
+    assert ex.check_metrics_at_rank(12, 0, 0).ok
+    assert ex.check_round_traffic_factor(2, cfg).ok and not ex.check_round_traffic_factor(1, cfg).ok
+    assert ex.check_one_step_rank(1).ok and not ex.check_one_step_rank(2).ok
+    assert ex.check_colr_saving(16, 3706, 64, 4).ok and not ex.check_colr_saving(4, 3706, 64, 4).ok
+    assert ex.check_topk_vs_colr(2.0, 400, 32, 4).ok and not ex.check_topk_vs_colr(1.0, 400, 32, 4).ok
+    assert ex.check_scolr_uplink(4.5 / 8, 400, 32, 8).ok and not ex.check_scolr_uplink(0.5 / 8, 400, 32, 8).ok
+    assert ex.check_comm_seconds(4.8255).ok and not ex.check_comm_seconds(5.06).ok  # 10**6-byte MB: wrong
+    assert ex.check_ciphertexts(4, 4 * 3706, 8192).ok and not ex.check_ciphertexts(3, 4 * 3706, 8192).ok
+    assert ex.check_collapsed_bucket(1, 3, 4, 2).ok and not ex.check_collapsed_bucket(3, 3, 4, 2).ok
+    assert ex.check_table_values(512, 300, 8, 4).ok and not ex.check_table_values(600, 300, 8, 4).ok  # pow2 rows
+    assert ex.check_devices_share(0.5, "1x-2x-4x-8x", 2).ok
+    assert not ex.check_devices_share(0.25, "1x-2x-4x-8x", 2).ok
+    assert ex.check_collapsed_bucket(..., 3, 4, 2).ok is None
 
 
 def test_checks_on_short_runs():
     import labcore
-    from labcore import labs_support as labs
+    from labcore.colr import exercises as ex
     from labcore.privacy import attack_summary, curious_server
 
-    tiny = labs.lab_config(paper=False, method="fedmf", rounds=4, eval_every=2)
+    tiny = ex.lab_config(paper=False, method="fedmf", rounds=4, eval_every=2)
     base = labcore.run(tiny, progress=False)
-    assert labs.check_uplink_share(0.75, base).ok and not labs.check_uplink_share(0.5, base).ok
+    assert ex.check_uplink_share(0.75, base).ok and not ex.check_uplink_share(0.5, base).ok
     tiers = labcore.run(tiny.replace(bandwidth_tiers=((0.5, 1.0, 1.0), (0.5, 0.1, 0.1))), progress=False)
-    assert labs.check_straggler_share(1.0, tiers).ok  # half the devices slow, 30 clients: every round
-    assert labs.check_best_local_epochs(1, tiny, choices=(1, 2)).ok is not None
+    assert ex.check_straggler_share(1.0, tiers).ok  # half the devices slow, 30 clients: every round
+    assert ex.check_best_local_epochs(1, tiny, choices=(1, 2)).ok is not None
     a, b = tiny.replace(local_epochs=1, batch_size=256), tiny.replace(local_epochs=4, batch_size=16)
-    assert labs.check_more_local_steps("b", a, b).ok and not labs.check_more_local_steps("a", a, b).ok
-    assert labs.check_best_method(base.config.method, [base]).ok
+    assert ex.check_more_local_steps("b", a, b).ok and not ex.check_more_local_steps("a", a, b).ok
+    assert ex.check_best_method(base.config.method, [base]).ok
     s = attack_summary([curious_server(tiny, rounds=1), curious_server(tiny.replace(encryption="secagg"), rounds=1,
                                                                        real_clients=2)])
-    assert labs.check_leakiest_view("upload", s).ok and not labs.check_leakiest_view("aggregate", s).ok
+    assert ex.check_leakiest_view("upload", s).ok and not ex.check_leakiest_view("aggregate", s).ok
     lift = float(s[(s.encryption == "secagg") & (s.view == "upload")].lift.iloc[0])
-    assert labs.check_protected_lift(lift, s, "secagg").ok
+    assert ex.check_protected_lift(lift, s, "secagg").ok
 
 
 def test_fair_lab_scheme_frames():
     """Lab 06's capacity control: the four strategies of a scheme and their tidy frames."""
-    from labcore import labs_support as labs
+    from labcore.fair import exercises as fair_ex
     from labcore.fair.tradeoff import scheme_configs, scheme_curves, scheme_devices, scheme_runs, scheme_summary, \
         scheme_traffic
 
-    base = labs.fair_config(paper=False, rounds=2, eval_every=1)
+    base = fair_ex.fair_config(paper=False, rounds=2, eval_every=1)
     assert list(scheme_configs(base, "2x-4x")) == ["FedAvg", "FAIR-HET", "FAIR-HOM"]  # no 1x tier: no FULL-TRN
     runs = scheme_runs(base, "1x-4x")  # conftest gives every test its own run cache
     assert runs["FAIR-HOM"].config.capacities == "4x" and runs["FULL-TRN"].config.method == "full-trn"

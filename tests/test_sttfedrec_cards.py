@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from labcore.sttfedrec import efficiency, plots, privacy
+from labcore.sttfedrec import efficiency, exercises, plots, privacy
 from labcore.sttfedrec.config import STTConfig
 from labcore.sttfedrec.frameworks import load_bundle
 
@@ -45,11 +45,11 @@ def test_chain_cost_sweep_is_exact_and_flat_for_devices():
 
 
 def test_exercise_check(bundle):
-    fb = efficiency.check_sas_upload_bytes((100 + 5 * 8 + 1) * 8, n_user=100, union=5, d=8)
+    fb = exercises.check_sas_upload_bytes((100 + 5 * 8 + 1) * 8, n_user=100, union=5, d=8)
     assert fb.ok
-    assert not efficiency.check_sas_upload_bytes(100, n_user=100, union=5, d=8).ok
-    assert efficiency.check_sas_upload_bytes(..., n_user=100, union=5, d=8).ok is None
-    assert efficiency.check_sas_upload_bytes((100 + 40 + 1) * 4, n_user=100, union=5, d=8, ring_bits=32).ok
+    assert not exercises.check_sas_upload_bytes(100, n_user=100, union=5, d=8).ok
+    assert exercises.check_sas_upload_bytes(..., n_user=100, union=5, d=8).ok is None
+    assert exercises.check_sas_upload_bytes((100 + 40 + 1) * 4, n_user=100, union=5, d=8, ring_bits=32).ok
 
 
 def test_server_guess_metrics_and_attacks(bundle):
@@ -85,7 +85,7 @@ def test_plots_build_from_frames():
 
 def test_cards_are_registered_after_the_core_cards():
     from labcore import figures
-    from labcore.figures import sttfedrec_cards
+    from labcore.sttfedrec import cards as sttfedrec_cards
 
     ids = figures.card_ids()
     assert set(sttfedrec_cards.CARD_IDS) <= set(ids)
@@ -104,7 +104,7 @@ def test_split_learning_page_renders_and_keeps_rho_in_the_url(monkeypatch):
     monkeypatch.delenv("LABCORE_DATA", raising=False)  # the synthetic catalogue: fast and always available
     from conftest import ROOT
 
-    at = AppTest.from_file(str(ROOT / "labcore/app/pages/split_learning.py"), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "labcore/sttfedrec/page.py"), default_timeout=120)
     at.query_params["rho"] = "0.7"
     at.run()
     assert not at.exception

@@ -122,37 +122,40 @@ def register(card: FigureCard) -> FigureCard:
     return card
 
 
-_LOADED = False
+_LOADED: set[str] = set()
 
 
 def _ensure_loaded() -> None:
-    """Import the card modules once: `cards` (CoLR) and every `*_cards` module of this package."""
-    global _LOADED
-    if _LOADED:
-        return
-    _LOADED = True
-    import importlib
-    import pkgutil
+    """Import the card module of every topic (`labcore.topics`) not imported yet."""
+    from .. import topics
 
-    importlib.import_module(f"{__package__}.cards")
-    for mod in pkgutil.iter_modules([str(Path(__file__).parent)]):
-        if mod.name.endswith("_cards"):
-            importlib.import_module(f"{__package__}.{mod.name}")
+    for t in topics.all_topics():
+        if t.package not in _LOADED:
+            _LOADED.add(t.package)
+            t.load_cards()
 
 
-# Cards list in the papers' order (CoLR, FAIR, STTFedRec), whatever module a caller imported first.
-PAPER_ORDER = ("colr", "fair", "sttfedrec")
+def _topic_rank(card_id: str) -> int:
+    """Cards list in the topics' order (labcore.topics), whatever module a caller imported first."""
+    from .. import topics
+
+    names = [t.name for t in topics.all_topics()]
+    t = topics.card_topic(card_id)
+    return names.index(t.name) if t else len(names)
 
 
-def _paper_rank(card_id: str) -> int:
-    prefix = card_id.split("-", 1)[0]
-    return PAPER_ORDER.index(prefix) if prefix in PAPER_ORDER else len(PAPER_ORDER)
+def _active() -> dict[str, FigureCard]:
+    """The cards of the topics registered now (a topic named in LABCORE_TOPICS counts only while it is)."""
+    from .. import topics
+
+    _ensure_loaded()
+    return {cid: c for cid, c in _CARDS.items() if topics.card_topic(cid) is not None}
 
 
 def list_cards() -> list[FigureCard]:
-    _ensure_loaded()
-    order = {cid: i for i, cid in enumerate(_CARDS)}
-    return sorted(_CARDS.values(), key=lambda c: (_paper_rank(c.id), order[c.id]))
+    cards = _active()
+    order = {cid: i for i, cid in enumerate(cards)}
+    return sorted(cards.values(), key=lambda c: (_topic_rank(c.id), order[c.id]))
 
 
 def card_ids() -> list[str]:
@@ -160,9 +163,8 @@ def card_ids() -> list[str]:
 
 
 def get(card_id: str) -> FigureCard:
-    _ensure_loaded()
     try:
-        return _CARDS[card_id]
+        return _active()[card_id]
     except KeyError:
         raise UnknownCardError(f"unknown figure card {card_id!r}; valid ids: {', '.join(card_ids())}") from None
 

@@ -361,32 +361,9 @@ def chain_cost_sweep(n_values: int, Ks=(25, 50, 100, 200), codec: FixedPoint = F
     return pd.DataFrame(rows)
 
 
-# --- exercise check (labs/07_split_learning.ipynb) ------------------------------------------------------------
+# --- what a device uploads to the aggregation server ------------------------------------------------------------
 def sas_upload_parts(n_user: int, union: int, d: int, ring_bits: int) -> list:
     """The three ring parts a device uploads to the aggregation server (mixed gradient, embeddings, loss)."""
     z = np.zeros
     return [ring_part("mixed_user_grad", z(n_user, np.uint64), ring_bits),
             ring_part("mixed_emb_grad", z(union * d, np.uint64), ring_bits), ring_part("mixed_loss", z(1, np.uint64), ring_bits)]
-
-
-def check_sas_upload_bytes(answer, n_user: int, union: int, d: int = 128, ring_bits: int = 64):
-    """Lab 07: payload bytes (no framing) one device uploads to the aggregation server in a round.
-
-    The expected value is measured: the three real ring parts are built and serialized, and their
-    framing (`frame_bytes`) is taken off.
-    """
-    from ..labs_support import Feedback
-    from ..net.message import frame_bytes
-
-    if answer is ... or answer is None:
-        return Feedback(None, "replace `...` with a number of bytes")
-    parts = sas_upload_parts(n_user, union, d, ring_bits)
-    want = sum(len(serialize_part(p)) - frame_bytes(p.name, p.payload.ndim) for p in parts)
-    try:
-        ok = int(answer) == want
-    except (TypeError, ValueError):
-        ok = False
-    word = 8 if ring_bits > 32 else 4
-    return Feedback(ok, f"{want:,} bytes = ({n_user:,} + {union} x {d} + 1) values x {word} bytes" if ok else
-                    f"{answer} is not it: count the user-tower gradient, the union x d embedding gradients and the "
-                    f"loss, each one ring word of {word} bytes")

@@ -13,15 +13,6 @@ from labcore.fed.engine import default_cache_dir
 from labcore.app import controls, presets
 from labcore.app.state import FIGURES as SPEC
 
-# card id -> preset id of the live view with the same form
-LIVE = {"colr-fig2-ml1m": "fig2-ml1m", "colr-fig2-pinterest": "fig2-pinterest", "colr-fig3-ml1m": "fig3-ml1m",
-        "colr-fig4-ml1m": "fig4-ml1m", "colr-fig5-ml1m": "fig5-ml1m", "colr-table2-ml1m": "table2-ml1m",
-        "colr-table3-ml1m": "table3-ml1m", "colr-table4-ml1m": "table4-ml1m",
-        "fair-table2-goodreads": "fair-table2-1x2x", "fair-table2-ml1m": "fair-table2-1x4x",
-        "fair-table3-goodreads": "fair-table3-1x2x", "fair-table3-ml1m": "fair-table3-1x2x",
-        "fair-fig1-tradeoff": "fair-fig1-tradeoff", "sttfedrec-fig4-ml1m": "stt-fig4-rho",
-        "sttfedrec-fig5-ml1m": "stt-fig5-k", "sttfedrec-fig6-ml1m": "stt-fig6-k",
-        "sttfedrec-table3-ml1m": "stt-table3-phone", "sttfedrec-privacy-ml1m": "stt-privacy-popular"}
 SIZES = {"stored": "stored full-size result", "smoke": "smoke run here (seconds, synthetic)"}
 
 
@@ -39,12 +30,17 @@ def _stored(card_id: str):
     return stored(card_id)
 
 
-PAPERS = {"colr": "CoLR", "fair": "FAIR", "sttfedrec": "STTFedRec"}
+def _paper(card_id: str) -> str:
+    """The short name of the card's topic ('CoLR', 'FAIR', ...), from `labcore.topics`."""
+    from labcore import topics
+
+    t = topics.card_topic(card_id)
+    return t.title.split(":")[0] if t else card_id.split("-")[0]
 
 
 def _label(card) -> str:
     """'CoLR Fig. 3 (ml-1m)': the paper, the figure or table, the dataset."""
-    paper = PAPERS.get(card.id.split("-")[0], card.id.split("-")[0])
+    paper = _paper(card.id)
     name = card.title.split(":")[0]
     name = name[len(paper):].strip() if name.startswith(paper) else name
     return f"{paper} {name}" + (f" ({card.dataset})" if card.dataset else "")
@@ -113,7 +109,7 @@ def render() -> None:
     if res.meta:
         with st.expander("How this was computed"):
             st.json(res.meta, expanded=False)
-    live = presets.by_id(LIVE.get(card_id, ""))
+    live = presets.for_card(card_id)
     if live is not None:
         from labcore.app.pages import page_object
 

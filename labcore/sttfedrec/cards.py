@@ -13,8 +13,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from . import registry as _registry
-from .registry import FigureCard
+from ..figures import registry as _registry
+from ..figures.registry import FigureCard
 
 SPLIT_NOTE = ("ML-1M from the LightGCN lists (no timestamps, no ratings.dat): every rating is a click; test = "
               "test.txt clicks, each ranked with 10 sampled unrated movies (section 4.1's ten per click); per-user AUC, "
@@ -44,8 +44,8 @@ def _pct(x) -> str:
 
 # --- Table 2 -------------------------------------------------------------------------------------------------
 def _table2_card() -> FigureCard:
-    from ..sttfedrec import experiments as E
-    from ..sttfedrec.plots import table2_bars
+    from . import experiments as E
+    from .plots import table2_bars
 
     def compare(ours, paper):
         o = ours.set_index("model")
@@ -96,9 +96,9 @@ def _table2_card() -> FigureCard:
 
 # --- Table 3 -------------------------------------------------------------------------------------------------
 def _table3_card() -> FigureCard:
-    from ..sttfedrec import efficiency as F
-    from ..sttfedrec import experiments as E
-    from ..sttfedrec.plots import table3_bars
+    from . import efficiency as F
+    from . import experiments as E
+    from .plots import table3_bars
 
     def compute(size, progress):
         return E.table3(size)[0]
@@ -170,8 +170,8 @@ def _table3_card() -> FigureCard:
 
 # --- Fig. 4 ---------------------------------------------------------------------------------------------------
 def _fig4_card() -> FigureCard:
-    from ..sttfedrec import experiments as E
-    from ..sttfedrec.plots import rho_curves
+    from . import experiments as E
+    from .plots import rho_curves
 
     def compare(ours, paper):
         rows = []
@@ -218,8 +218,8 @@ def _fig4_card() -> FigureCard:
 
 # --- Fig. 5 / 6 -------------------------------------------------------------------------------------------------
 def _k_card(tower: str) -> FigureCard:
-    from ..sttfedrec import experiments as E
-    from ..sttfedrec.plots import k_figure
+    from . import experiments as E
+    from .plots import k_figure
 
     n = 5 if tower == "dssm" else 6
 
@@ -277,8 +277,8 @@ def _k_card(tower: str) -> FigureCard:
 
 # --- privacy of obfuscated requests ------------------------------------------------------------------------------
 def _privacy_card() -> FigureCard:
-    from ..sttfedrec import experiments as E
-    from ..sttfedrec.plots import privacy_curves
+    from . import experiments as E
+    from .plots import privacy_curves
 
     def compute(size, progress):
         return E.privacy_frame(E.privacy(size))

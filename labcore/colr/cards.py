@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 
 from . import paper as P
 from . import runs as R
-from .registry import FigureCard, register
+from ..figures.registry import FigureCard, register
 
 SPLIT_ML1M = ("ML-1M: the local copy (LightGCN lists) has no timestamps, so each user's test item is a seeded "
               "random interaction, not the latest one as in the paper (leave-latest-out); a random hold-out is "

@@ -77,19 +77,14 @@ def render() -> None:
         st.plotly_chart(fplots.tradeoff(df), width="stretch")
         st.dataframe(df, hide_index=True)
     st.subheader("Paper tables, reproduced")
-    try:
-        from labcore.figures import fair_cards  # noqa: F401  (registers the FAIR cards)
-        from labcore.figures import registry
-    except ImportError:
-        st.info("The figure registry is not available in this checkout.")
-        return
+    from labcore.figures import registry
     card_id = st.selectbox("card", CARDS, index=CARDS.index(card_id))
     st.query_params["_fair_card"] = card_id
     res = registry.stored(card_id)
     card = registry.get(card_id)
     st.caption(card.describe())
     if res is None:
-        st.info(f"No stored full-size result yet: python -m labcore.figures.fair_cards {card_id} --size full --save")
+        st.info(f"No stored full-size result yet: labcore figure {card_id} --full --save")
         return
     st.plotly_chart(res.figure, width="stretch")
     st.dataframe(card.compare(res.ours), hide_index=True)

@@ -113,11 +113,7 @@ def render() -> None:
 def _paper_card(card_id: str) -> None:
     """A stored full-size reproduction: the rho and K sweeps need hundreds of rounds, too long to run here."""
     st.subheader("Paper figures and tables, reproduced")
-    try:
-        from labcore.figures import registry, sttfedrec_cards  # noqa: F401  (registers the STTFedRec cards)
-    except ImportError:
-        st.info("The figure registry is not available in this checkout.")
-        return
+    from labcore.figures import registry
     card_id = st.selectbox("card", CARDS, index=CARDS.index(card_id),
                            format_func=lambda i: registry.get(i).title.split(":")[0] + f" ({i})")
     st.query_params["card"] = card_id

@@ -4,7 +4,7 @@ Importing this module registers the cards (`labcore.figures.registry.get("fair-t
 Sizes: ``smoke`` runs every card on small synthetic data (or a few digits rounds) in seconds;
 ``full`` is the reproduction on the real data, stored as results/<card id>.csv / .json:
 
-    python -m labcore.figures.fair_cards fair-table2-goodreads --size full --save
+    python -m labcore.fair.cards fair-table2-goodreads --size full --save
 """
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ import sys
 import pandas as pd
 
 from ..config import ConfigError
-from ..fair import paper as P
-from ..fair import plots as FP
-from ..fair.config import FairConfig, paper_mlp, paper_ranking, paper_rating
-from ..fair.engine import run
-from ..fair.tradeoff import tradeoff_configs, tradeoff_frame
-from . import registry as R
+from . import paper as P
+from . import plots as FP
+from .config import FairConfig, paper_mlp, paper_ranking, paper_rating
+from .engine import run
+from .tradeoff import tradeoff_configs, tradeoff_frame
+from ..figures import registry as R
 
 # --- full-size settings (see docs/reproduction.md, section FAIR, for why) -----------------------------
 GOODREADS = dict(rounds=40, lr=3e-3)  # the paper: best of lr {1..1e-4}, T up to 1000 with early stopping
@@ -346,7 +346,7 @@ def _tradeoff_compute(size: str, progress: bool) -> pd.DataFrame:
     base = _ranking("ml-1m-100", size)
     cfgs = tradeoff_configs(base, TRADEOFF_SCHEME)
     results = [run(c, progress=progress) for c in cfgs]
-    from ..fair.engine import load_data
+    from .engine import load_data
 
     return tradeoff_frame(cfgs, results, load_data(cfgs[0]).n_users)
 
@@ -485,7 +485,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{cid}: {res.runtime_s:.0f} s, within tolerance: {res.within_tolerance}")
         print(R.get(cid).compare(res.ours).to_string(index=False))
         if a.save:
-            cmd = f"python -m labcore.figures.fair_cards {cid} --size {a.size} --save"
+            cmd = f"python -m labcore.fair.cards {cid} --size {a.size} --save"
             print("saved", R.save(res, cmd))
 
 

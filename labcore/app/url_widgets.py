@@ -1,0 +1,110 @@
+"""Widgets whose value lives in the URL, for the topic pages.
+
+    ui = UrlWidgets("gist")                       # one per page; keys are "gist.<name>"
+    m = ui.slider("m", "subnets m", 1, 8, default=2)
+    graph = ui.select("graph", "graph", ("cora", "citeseer"), default="cora")
+    ui.warnings()                                  # what a link asked for that could not be used
+
+A widget takes its first value from the URL (or the default) once, through `st.session_state`, and is
+drawn with a stable key and no `value=`/`index=`: passing the URL's value on every rerun is what makes a
+control snap back to its previous value on the next change. After drawing, the value is written back to
+the URL (only when it differs from the default), so every view is a link.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import streamlit as st
+
+
+def _text(v: Any) -> str:
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, float):
+        return f"{v:g}"
+    if isinstance(v, (list, tuple)):
+        return ",".join(_text(x) for x in v)
+    return str(v)
+
+
+class UrlWidgets:
+    def __init__(self, page: str):
+        self.page = page
+        self._warnings: list[str] = []
+
+    def key(self, name: str) -> str:
+        return f"{self.page}.{name}"
+
+    # --- the first value: URL, else default ------------------------------------------------------------
+    def _initial(self, name: str, default: Any, parse: Callable[[str], Any], valid: Callable[[Any], bool],
+                 allowed: str) -> None:
+        key = self.key(name)
+        if key in st.session_state:
+            return
+        raw = st.query_params.get(name)
+        value = default
+        if raw is not None:
+            try:
+                value = parse(raw)
+                if not valid(value):
+                    raise ValueError
+            except (ValueError, TypeError):
+                self._warnings.append(f"Link parameter not used: {name}={raw!r}; allowed: {allowed}")
+                value = default
+        st.session_state[key] = value
+
+    def _publish(self, name: str, value: Any, default: Any) -> Any:
+        if value == default:
+            if name in st.query_params:
+                del st.query_params[name]
+        elif st.query_params.get(name) != _text(value):
+            st.query_params[name] = _text(value)
+        return value
+
+    def warnings(self) -> None:
+        for w in self._warnings:
+            st.warning(w, icon="⚠️")
+        self._warnings.clear()
+
+    # --- widgets -----------------------------------------------------------------------------------------
+    def slider(self, name: str, label: str, lo, hi, default, step=None, where=None, **kw):
+        kind = float if isinstance(default, float) or isinstance(step, float) else int
+        lo, hi, default = kind(lo), kind(hi), kind(default)
+        self._initial(name, default, kind, lambda v: lo <= v <= hi, f"{lo:g} to {hi:g}")
+        value = (where or st).slider(label, lo, hi, step=kind(step) if step is not None else None,
+                                     key=self.key(name), **kw)
+        return self._publish(name, value, default)
+
+    def number(self, name: str, label: str, lo, hi, default, step=None, where=None, **kw):
+        kind = float if isinstance(default, float) else int
+        lo, hi, default = kind(lo), kind(hi), kind(default)
+        self._initial(name, default, kind, lambda v: lo <= v <= hi, f"{lo:g} to {hi:g}")
+        value = (where or st).number_input(label, lo, hi, step=kind(step) if step is not None else None,
+                                           key=self.key(name), **kw)
+        return self._publish(name, value, default)
+
+    def select(self, name: str, label: str, options: Sequence, default=None, where=None, radio: bool = False,
+               **kw):
+        options = list(options)
+        default = options[0] if default is None else default
+        by_text = {_text(o): o for o in options}
+        self._initial(name, default, lambda raw: by_text[raw], lambda v: v in options,
+                      ", ".join(by_text))
+        draw = (where or st).radio if radio else (where or st).selectbox
+        value = draw(label, options, key=self.key(name), **kw)
+        return self._publish(name, value, default)
+
+    def multiselect(self, name: str, label: str, options: Sequence, default: Sequence = (), where=None, **kw):
+        options = list(options)
+        by_text = {_text(o): o for o in options}
+        default = list(default)
+        self._initial(name, default, lambda raw: [by_text[x] for x in raw.split(",") if x],
+                      lambda v: all(x in options for x in v), ", ".join(by_text))
+        value = (where or st).multiselect(label, options, key=self.key(name), **kw)
+        return self._publish(name, list(value), default)
+
+    def toggle(self, name: str, label: str, default: bool = False, where=None, **kw):
+        parse = {"1": True, "0": False, "true": True, "false": False}
+        self._initial(name, bool(default), lambda raw: parse[raw.lower()], lambda v: isinstance(v, bool), "1, 0")
+        value = (where or st).toggle(label, key=self.key(name), **kw)
+        return self._publish(name, bool(value), bool(default))
