@@ -6,7 +6,9 @@ Layout:
     jobs.py      background runs shared by all sessions, streamed round by round, stoppable
     runs.py      Streamlit glue: cached datasets / results / contexts, the streaming loop
     sweeps.py    the Compare page's configuration grids (CoLR Fig. 3 / Fig. 4 forms, ...)
-    presets.py   one link per paper figure or table
+    presets.py   the Preset record; every topic's presets (labcore/<topic>/presets.py) in the sidebar
+    url_widgets.py  widgets bound to the URL for topic pages (value from the link once, stable keys)
     analytic.py  payload sizes per message part without training (checked against the ledger)
-    pages/       one module per page; they render, labcore computes
+    pages/       the navigation (core pages, then every topic's pages from labcore.topics) and the core
+                 pages: Explorer, Compare, Encryption, Paper figures; they render, labcore computes
 """

@@ -1,4 +1,4 @@
-"""Paper figures and tables as reproducible cards (CoLR: Fig. 2 to 5, Tables 2 to 4).
+"""Paper figures and tables as reproducible cards: every topic's cards (`labcore/<topic>/cards.py`), one registry.
 
     from labcore import figures
     [c.id for c in figures.list_cards()]
