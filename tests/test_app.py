@@ -30,6 +30,8 @@ def app(query: dict | None = None, page: str | None = None) -> AppTest:
 
         if page not in CORE_PAGES:  # AppTest finds a page named page.py by its path only once st.navigation ran
             at.run()
+            at.query_params.clear()  # the Explorer's run rewrote the link; open the page with the one asked for
+            at.query_params.update(TINY if query is None else query)
         at.switch_page(page_path(page))
     at.run()
     assert not at.exception, at.exception
