@@ -69,15 +69,15 @@ def cmd_run(ns) -> int:
 def _print_card_result(card, res, quiet: bool) -> None:
     import pandas as pd
 
-    cmp = card.compare(res.ours, res.paper)
+    cmp = res.comparison()
     with pd.option_context("display.max_colwidth", 70, "display.width", 200):
         print(cmp.to_string(index=False))
         if not quiet:
             cols = [c for c in card.columns if c in res.ours.columns]
             print()
             print(res.ours[cols].to_string(index=False, max_rows=40, float_format=lambda v: f"{v:.4g}"))
-    state = "within tolerance" if res.within_tolerance else "NOT within tolerance"
-    print(f"{card.id} [{res.size}]: {state} ({card.tolerance_text}); {res.runtime_s:.1f} s")
+    tolerance = "" if res.size == "smoke" else f" ({card.tolerance_text})"
+    print(f"{card.id} [{res.size}]: {res.verdict}{tolerance}; {res.runtime_s:.1f} s")
 
 
 def cmd_figure(ns) -> int:
@@ -131,7 +131,7 @@ def cmd_figure(ns) -> int:
         if ns.html != "none":
             out = Path(ns.html or f"{cid}.html") if len(ids) == 1 else Path(ns.html or ".") / f"{cid}.html"
             out.parent.mkdir(parents=True, exist_ok=True)
-            res.figure.write_html(out, include_plotlyjs="cdn")
+            res.figure.write_html(out, include_plotlyjs=True)  # self-contained: opens offline
             print(f"  plot: {out}")
         if ns.save and not ns.stored:
             path = figures.save(res, command=f"labcore figure {cid} --full --save")

@@ -86,14 +86,18 @@ def module_map() -> pd.DataFrame:
 def card(card_id: str, paper: bool | None = None):
     """A paper figure or table through its card (labcore.figures).
 
-    Smoke size: reproduced on synthetic data in seconds (the pipeline, not the paper's numbers).
-    Paper size: the committed full-size result if there is one (results/<id>.csv), else the full
-    reproduction is run now (training cards: hours on 2 cores; runs are cached, so it resumes).
+    By default the committed full-size result (results/<id>.csv: it loads in a second or two); a card with
+    none stored runs at smoke size (synthetic data, seconds: the pipeline, titled as a smoke run, with no
+    verdict on the paper). Paper size (LABCORE_PAPER_SIZE=1 or paper=True): the stored result, else the
+    full reproduction is run now (training cards: up to hours on 2 cores; runs are cached, so it resumes).
     """
     from . import figures
 
+    stored = figures.stored(card_id)
+    if stored is not None:
+        return stored
     if paper if paper is not None else paper_size():
-        return figures.stored(card_id) or figures.reproduce(card_id, size="full", progress=True)
+        return figures.reproduce(card_id, size="full", progress=True)
     return figures.reproduce(card_id, size="smoke")
 
 

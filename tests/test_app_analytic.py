@@ -46,13 +46,10 @@ def test_scolr_sizes_are_the_expectation_over_local_ranks():
     assert mbytes["A"] == pytest.approx(expected["A"], rel=0.05)
 
 
-def test_summary_compares_with_fedmf_and_answers_in_well_under_100ms():
-    import time
-
+def test_summary_compares_with_fedmf():
+    # its speed (no training: milliseconds) is measured by benchmarks/interactive_latency.py, not asserted here
     cfg = RunConfig(method="colr", dim=64, rank=4)
-    t0 = time.perf_counter()
     s = payload_summary(cfg, 3706)
-    assert time.perf_counter() - t0 < 0.1
     assert s["up_ratio"] == pytest.approx(4 / 64, rel=0.05)
     assert s["round_total"] == cfg.clients_per_round * (s["up_client"] + s["down_client"])
     assert np.isfinite(list(s.values())).all()

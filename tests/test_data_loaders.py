@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import time
 from pathlib import Path
 
 import numpy as np
@@ -331,9 +330,7 @@ def test_random_holdout_picks_every_interaction_sometimes():
 # ---------------------------------------------------------------- synthetic
 
 
-def test_synthetic_tiny_is_fast_deterministic_and_well_formed():
-    best = min(_timed(lambda: make_synthetic("tiny", seed=0)) for _ in range(3))
-    assert best < 0.1
+def test_synthetic_tiny_is_deterministic_and_well_formed():
     a, b, c = make_synthetic("tiny", seed=0), make_synthetic("tiny", seed=0), make_synthetic("tiny", seed=1)
     check_split(a)
     assert (a.n_users, a.n_items) == (50, 40) and a.name == "synthetic-tiny"
@@ -345,8 +342,7 @@ def test_synthetic_tiny_is_fast_deterministic_and_well_formed():
     assert per_user.min() >= 20
 
 
-def test_synthetic_small_loads_fast_and_is_learnable():
-    assert min(_timed(lambda: make_synthetic("small", seed=0)) for _ in range(2)) < 0.5
+def test_synthetic_small_is_learnable():
     data = load_dataset("synthetic", size="small", seed=2)
     check_split(data)
     assert (data.n_users, data.n_items, data.test_negatives.shape[1]) == (600, 400, 99)
@@ -405,12 +401,6 @@ def single_blas_thread():
     except ImportError:
         return contextlib.nullcontext()
     return threadpool_limits(1)
-
-
-def _timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
 
 
 # ---------------------------------------------------------------- registry

@@ -109,6 +109,27 @@ def test_split_learning_page_renders_and_keeps_rho_in_the_url(monkeypatch):
     at.run()
     assert not at.exception
     assert at.markdown[0].value.startswith("**3** clicked + **7**")
-    at.slider[0].set_value(0.9).run()
+    at.slider[0].set_value(0.8).run()
     assert not at.exception
-    assert at.query_params["rho"] in ("0.9", ["0.9"])
+    assert at.query_params["rho"] in ("0.8", ["0.8"])
+    at.slider[0].set_value(0.6).run()  # the next change sticks too (no snapping back to the link's value)
+    assert at.slider[0].value == 0.6 and at.query_params["rho"] in ("0.6", ["0.6"])
+    at.slider[0].set_value(0.9).run()  # the default: the link leaves it out
+    assert at.slider[0].value == 0.9 and "rho" not in at.query_params
+
+
+def test_split_learning_page_warns_about_a_bad_link_until_dismissed(monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.delenv("LABCORE_DATA", raising=False)
+    from conftest import ROOT
+
+    at = AppTest.from_file(str(ROOT / "labcore/sttfedrec/page.py"), default_timeout=120)
+    at.query_params["rho"] = "2"
+    at.run()
+    assert at.slider[0].value == 0.9
+    assert any("rho='2'" in w.value and "0.5 to 0.95" in w.value for w in at.warning)
+    at.slider[1].set_value(12).run()  # another change: the warning stays
+    assert any("rho='2'" in w.value for w in at.warning)
+    at.button(key="split_learning._dismiss_0").click().run()
+    assert not any("rho='2'" in w.value for w in at.warning)

@@ -28,9 +28,14 @@ def _text(v: Any) -> str:
 
 
 class UrlWidgets:
-    def __init__(self, page: str):
+    def __init__(self, page: str):  # one instance per page run
         self.page = page
-        self._warnings: list[str] = []
+        self._shown: set[str] = set()
+
+    @property
+    def _warnings(self) -> list[str]:
+        """What a link asked for that could not be used; kept until the person dismisses it."""
+        return st.session_state.setdefault(f"{self.page}._link_warnings", [])
 
     def key(self, name: str) -> str:
         return f"{self.page}.{name}"
@@ -62,9 +67,15 @@ class UrlWidgets:
         return value
 
     def warnings(self) -> None:
-        for w in self._warnings:
+        """Show the link warnings not shown yet in this run; they stay on every rerun until dismissed."""
+        todo = [w for w in self._warnings if w not in self._shown]
+        for w in todo:
             st.warning(w, icon="⚠️")
-        self._warnings.clear()
+        if todo and st.button("Dismiss", key=f"{self.page}._dismiss_{len(self._shown)}",
+                              help="hide the warnings about this link"):
+            self._warnings.clear()
+            st.rerun()
+        self._shown |= set(todo)
 
     # --- widgets -----------------------------------------------------------------------------------------
     def slider(self, name: str, label: str, lo, hi, default, step=None, where=None, **kw):
@@ -92,6 +103,14 @@ class UrlWidgets:
                       ", ".join(by_text))
         draw = (where or st).radio if radio else (where or st).selectbox
         value = draw(label, options, key=self.key(name), **kw)
+        return self._publish(name, value, default)
+
+    def select_slider(self, name: str, label: str, options: Sequence, default=None, where=None, **kw):
+        options = list(options)
+        default = options[0] if default is None else default
+        by_text = {_text(o): o for o in options}
+        self._initial(name, default, lambda raw: by_text[raw], lambda v: v in options, ", ".join(by_text))
+        value = (where or st).select_slider(label, options=options, key=self.key(name), **kw)
         return self._publish(name, value, default)
 
     def multiselect(self, name: str, label: str, options: Sequence, default: Sequence = (), where=None, **kw):

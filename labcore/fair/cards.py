@@ -482,8 +482,8 @@ def main(argv: list[str] | None = None) -> None:
     ids = a.cards or [c.id for c in R.list_cards() if c.id.startswith("fair-")]
     for cid in ids:
         res = R.reproduce(cid, a.size, a.progress)
-        print(f"{cid}: {res.runtime_s:.0f} s, within tolerance: {res.within_tolerance}")
-        print(R.get(cid).compare(res.ours).to_string(index=False))
+        print(f"{cid} [{res.size}]: {res.runtime_s:.0f} s, {res.verdict}")
+        print(res.comparison().to_string(index=False))
         if a.save:
             cmd = f"python -m labcore.fair.cards {cid} --size {a.size} --save"
             print("saved", R.save(res, cmd))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from labcore.app import presets
+from labcore.app.url_widgets import UrlWidgets
 from labcore.fair import plots as fplots
 from labcore.fair.config import ConfigError, paper_ranking
 
@@ -20,14 +21,6 @@ TIERS = ("1x-2x", "1x-4x", "1x-8x", "1x-16x", "1x-2x-4x", "1x-2x-4x-8x", "2x-4x-
 ROUNDS = (4, 10, 30, 60, 100)
 CARDS = ("fair-table2-goodreads", "fair-table3-goodreads", "fair-table2-ml1m", "fair-table3-ml1m",
          "fair-table4-ml100k", "fair-table5-digits", "fair-table6-digits", "fair-fig4", "fair-fig1-tradeoff")
-
-
-def _param(name: str, default: str, allowed) -> str:
-    value = st.query_params.get(name, default)
-    if value not in allowed:
-        st.warning(f"Link parameter not used: {name}={value!r}; allowed: {', '.join(map(str, allowed))}")
-        return default
-    return value
 
 
 @st.cache_data(show_spinner="Loading the devices' tiers...", max_entries=16)
@@ -46,17 +39,14 @@ def _tradeoff(dataset: str, tiers: str, rounds: int):
 
 def render() -> None:
     st.title("FAIR: one model, devices of different memory")
-    dataset = _param("_fair_data", "ml-1m-100", tuple(DATASETS))
-    tiers = _param("_fair_tiers", "1x-2x-4x-8x", TIERS)
-    rounds = int(_param("_fair_rounds", "30", tuple(str(r) for r in ROUNDS)))
-    card_id = _param("_fair_card", CARDS[0], CARDS)
+    ui = UrlWidgets("fair")
     c1, c2, c3 = st.columns([2, 2, 1])
-    dataset = c1.selectbox("data", tuple(DATASETS), index=tuple(DATASETS).index(dataset), format_func=DATASETS.get)
-    tiers = c2.selectbox("capacity tiers (users split by id, first group first)", TIERS, index=TIERS.index(tiers))
-    rounds = c3.select_slider("rounds", options=ROUNDS, value=rounds)
+    dataset = ui.select("_fair_data", "data", tuple(DATASETS), "ml-1m-100", where=c1, format_func=DATASETS.get)
+    tiers = ui.select("_fair_tiers", "capacity tiers (users split by id, first group first)", TIERS, "1x-2x-4x-8x",
+                      where=c2)
+    rounds = ui.select_slider("_fair_rounds", "rounds", ROUNDS, 30, where=c3)
     presets.sidebar("fair")
-    st.query_params.update({"_fair_data": dataset, "_fair_tiers": tiers, "_fair_rounds": str(rounds),
-                            "_fair_card": card_id})
+    ui.warnings()
     try:
         devices = _devices(dataset, tiers)
     except (ConfigError, FileNotFoundError, OSError) as e:
@@ -78,8 +68,8 @@ def render() -> None:
         st.dataframe(df, hide_index=True)
     st.subheader("Paper tables, reproduced")
     from labcore.figures import registry
-    card_id = st.selectbox("card", CARDS, index=CARDS.index(card_id))
-    st.query_params["_fair_card"] = card_id
+    card_id = ui.select("_fair_card", "card", CARDS, CARDS[0])
+    ui.warnings()
     res = registry.stored(card_id)
     card = registry.get(card_id)
     st.caption(card.describe())
@@ -87,7 +77,7 @@ def render() -> None:
         st.info(f"No stored full-size result yet: labcore figure {card_id} --full --save")
         return
     st.plotly_chart(res.figure, width="stretch")
-    st.dataframe(card.compare(res.ours), hide_index=True)
+    st.dataframe(res.comparison(), hide_index=True)
 
 
 if __name__ == "__main__":  # st.navigation executes this file as the page script

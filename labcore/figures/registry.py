@@ -32,6 +32,9 @@ import pandas as pd
 from ..config import RunConfig
 
 SIZES = ("smoke", "full")
+SMOKE_VERDICT = "smoke run: checks the pipeline only, no verdict on the paper"
+SMOKE_NOTE = "smoke size (small synthetic data): not comparable with the paper"
+SMOKE_TITLE = "SMOKE RUN, small synthetic data: not the paper's numbers"
 COMPARE_COLUMNS = ("quantity", "paper", "ours", "ok", "note")
 KINDS = ("figure", "table")
 RESULTS_ENV = "LABCORE_RESULTS"
@@ -100,9 +103,24 @@ class CardResult:
     paper: pd.DataFrame
     figure: object  # plotly Figure
     runtime_s: float
-    within_tolerance: bool
+    within_tolerance: bool | None  # None at smoke size: a smoke run gives no verdict on the paper
     size: str
     meta: dict = field(default_factory=dict)  # config list, command, date (stored results)
+
+    def comparison(self) -> pd.DataFrame:
+        """Ours beside the paper's; at smoke size the `ok` column is empty (the numbers are not comparable)."""
+        out = get(self.card_id).compare(self.ours, self.paper)
+        if self.size == "smoke":
+            out["ok"] = None
+            out["note"] = SMOKE_NOTE
+        return out
+
+    @property
+    def verdict(self) -> str:
+        """'within tolerance', 'NOT within tolerance', or what a smoke run is."""
+        if self.size == "smoke":
+            return SMOKE_VERDICT
+        return "within tolerance" if self.within_tolerance else "NOT within tolerance"
 
 
 _CARDS: dict[str, FigureCard] = {}
@@ -182,8 +200,22 @@ def reproduce(card_id: str, size: str = "smoke", progress: bool = False) -> Card
     ours = card.compute(size, progress)
     runtime = time.perf_counter() - t0
     paper = card.paper.copy()
-    return CardResult(card.id, ours, paper, card.plot(ours, paper), runtime, card.check(ours, paper), size,
+    figure = card.plot(ours, paper)
+    smoke = size == "smoke"
+    if smoke:
+        _mark_smoke(figure)
+    return CardResult(card.id, ours, paper, figure, runtime, None if smoke else card.check(ours, paper), size,
                       {"configs": [c.to_query() for c in card.configs(size)]})
+
+
+def _mark_smoke(figure) -> None:
+    """A smoke run's figure says what it is in its title (a plotly Figure; other objects are left alone)."""
+    layout = getattr(figure, "layout", None)
+    if layout is None:
+        return
+    title = (layout.title.text or "") if layout.title else ""
+    figure.update_layout(title=dict(text=f"<b>{SMOKE_TITLE}</b><br>{title}" if title else f"<b>{SMOKE_TITLE}</b>"),
+                         margin=dict(t=110))
 
 
 # --- stored full-size results --------------------------------------------------
@@ -194,7 +226,10 @@ def results_dir() -> Path:
 
 
 def save(result: CardResult, command: str, folder: Path | str | None = None, runtime_s: float | None = None) -> Path:
-    """Write results/<id>.csv and results/<id>.json (configs, command, runtime, date)."""
+    """Write results/<id>.csv and results/<id>.json (configs, command, runtime, date) of a full-size result."""
+    if result.size != "full":
+        raise ValueError(f"size={result.size!r} is invalid for a stored result: only full-size reproductions are "
+                         f"stored (a smoke run says nothing about the paper)")
     folder = Path(folder) if folder else results_dir()
     folder.mkdir(parents=True, exist_ok=True)
     card = get(result.card_id)

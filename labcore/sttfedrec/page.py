@@ -14,20 +14,12 @@ from __future__ import annotations
 import streamlit as st
 
 from labcore.app import presets
+from labcore.app.url_widgets import UrlWidgets
 from labcore.sttfedrec import plots
 
 CARDS = ("sttfedrec-fig4-ml1m", "sttfedrec-fig5-ml1m", "sttfedrec-fig6-ml1m", "sttfedrec-table2-ml1m",
          "sttfedrec-table3-ml1m", "sttfedrec-privacy-ml1m")
 DEFAULTS = {"rho": 0.9, "T": 10, "factor": 1.0, "negatives": "uniform", "card": CARDS[0]}
-
-
-def _param(name: str, cast):
-    raw = st.query_params.get(name)
-    try:
-        return cast(raw) if raw is not None else DEFAULTS[name]
-    except (TypeError, ValueError):
-        st.warning(f"Link parameter not used: {name}={raw!r}", icon="⚠️")
-        return DEFAULTS[name]
 
 
 @st.cache_resource(show_spinner="Loading the catalogue...")
@@ -63,21 +55,15 @@ def _stored_table3():
 
 def render() -> None:
     st.title("Split learning: STTFedRec")
+    ui = UrlWidgets("split_learning")
     c = st.columns(4)
-    rho = c[0].slider("rho: share of non-clicked items", 0.5, 0.95, float(_param("rho", float)), 0.05)
-    T = c[1].slider("items per request (T)", 4, 40, int(_param("T", int)), 1)
-    neg0 = _param("negatives", str)
-    neg0 = neg0 if neg0 in ("uniform", "popular") else "uniform"
-    negatives = c[2].radio("non-clicked items drawn", ["uniform", "popular"], index=["uniform", "popular"].index(neg0),
-                           horizontal=True)
-    factor = c[3].number_input("device slowdown factor (phone)", 0.1, 100.0, float(_param("factor", float)), 0.5)
-    card_id = _param("card", str)
-    if card_id not in CARDS:
-        st.warning(f"Link parameter not used: card={card_id!r}; allowed: {', '.join(CARDS)}", icon="⚠️")
-        card_id = DEFAULTS["card"]
+    rho = ui.slider("rho", "rho: share of non-clicked items", 0.5, 0.95, DEFAULTS["rho"], 0.05, where=c[0])
+    T = ui.slider("T", "items per request (T)", 4, 40, DEFAULTS["T"], 1, where=c[1])
+    negatives = ui.select("negatives", "non-clicked items drawn", ("uniform", "popular"), DEFAULTS["negatives"],
+                          where=c[2], radio=True, horizontal=True)
+    factor = ui.number("factor", "device slowdown factor (phone)", 0.1, 100.0, DEFAULTS["factor"], 0.5, where=c[3])
     presets.sidebar("split_learning")
-    st.query_params.update({"rho": f"{rho:g}", "T": str(T), "factor": f"{factor:g}", "negatives": negatives,
-                            "card": card_id})
+    ui.warnings()
 
     comp = plots.request_composition(rho, T)
     st.subheader("One obfuscated request")
@@ -107,16 +93,16 @@ def render() -> None:
     if parts is not None:
         st.plotly_chart(plots.payload_bars(parts), key="split.payload", config={"displaylogo": False})
     st.dataframe(plots.payload_table(t3), hide_index=True, width="stretch")
-    _paper_card(card_id)
+    _paper_card(ui)
 
 
-def _paper_card(card_id: str) -> None:
+def _paper_card(ui: UrlWidgets) -> None:
     """A stored full-size reproduction: the rho and K sweeps need hundreds of rounds, too long to run here."""
     st.subheader("Paper figures and tables, reproduced")
     from labcore.figures import registry
-    card_id = st.selectbox("card", CARDS, index=CARDS.index(card_id),
-                           format_func=lambda i: registry.get(i).title.split(":")[0] + f" ({i})")
-    st.query_params["card"] = card_id
+    card_id = ui.select("card", "card", CARDS, DEFAULTS["card"],
+                        format_func=lambda i: registry.get(i).title.split(":")[0] + f" ({i})")
+    ui.warnings()
     card, res = registry.get(card_id), registry.stored(card_id)
     st.caption(card.describe())
     if res is None:
@@ -124,7 +110,7 @@ def _paper_card(card_id: str) -> None:
         return
     if res.figure is not None:
         st.plotly_chart(res.figure, key=f"split.{card_id}", config={"displaylogo": False})
-    st.dataframe(card.compare(res.ours, res.paper), hide_index=True, width="stretch")
+    st.dataframe(res.comparison(), hide_index=True, width="stretch")
 
 
 if __name__ == "__main__":  # st.navigation executes this file as the page script

@@ -87,19 +87,20 @@ def render() -> None:
             except Exception as e:
                 st.error(f"The smoke run failed: {type(e).__name__}: {e}")
                 return
-    ok = "within tolerance" if res.within_tolerance else "outside tolerance"
     label = "full size" if res.size == "full" else "smoke size (synthetic data: the numbers are not comparable)"
+    ok = res.verdict if res.size == "smoke" else ("within tolerance" if res.within_tolerance else "outside tolerance")
     if res.size == "full":
         secs = res.meta.get("standalone_runtime_s") or res.runtime_s
         when = f"stored {res.meta['date'][:10]}, " if res.meta.get("date") else "stored, "
         cost = when + (f"{secs / 60:,.1f} min of training" if secs == secs and secs else "training time not recorded")
     else:
         cost = f"{res.runtime_s:,.1f} s to compute here"
-    st.markdown(f"**Ours, {label}: {ok}** ({card.tolerance_text}); {cost}.")
+    tolerance = "" if res.size == "smoke" else f" ({card.tolerance_text})"
+    st.markdown(f"**Ours, {label}: {ok}**{tolerance}; {cost}.")
     if res.figure is not None:
         st.plotly_chart(res.figure, key=f"figures.{card_id}.{res.size}", config={"displaylogo": False})
     st.markdown(f"**Expected:** {card.expected}")
-    st.dataframe(card.compare(res.ours, res.paper), hide_index=True, width="stretch")
+    st.dataframe(res.comparison(), hide_index=True, width="stretch")
     for n in card.notes:
         st.caption(f"Note: {n}")
     with st.expander("Our numbers"):
