@@ -113,29 +113,34 @@ def live(draw: Callable, **controls) -> None:
     """Show ipywidgets `controls` above what `draw(**values)` returns; redraw when a control changes.
 
     The first drawing is computed in the calling cell, so an error there fails the cell (and the
-    notebook tests); later redraws show their errors in the output area. Use `continuous_update=False`
-    on sliders whose redraw runs an experiment.
+    notebook tests); later redraws replace the drawing in place (an IPython display handle), and an
+    error there is shown in its place. Use `continuous_update=False` on sliders whose redraw runs an
+    experiment.
+
+    Why a display handle and not an `ipywidgets.Output`: when a notebook runs headless (`jupyter nbconvert
+    --execute`, nbclient), nbclient mirrors every output captured by an Output widget back to the kernel
+    with a message on the shell channel, sent while it waits on that same channel for the cell's reply;
+    the send swallows the socket's wake-up and the reply is only read when the cell's whole timeout has
+    run out. Without an Output widget nothing is sent and headless runs take seconds.
     """
     import ipywidgets as widgets
-    from IPython.display import display
-
-    out = widgets.Output()
+    from IPython.display import Markdown, display
 
     def values():
         return {k: w.value for k, w in controls.items()}
 
-    def redraw(_=None):
-        with out:
-            out.clear_output(wait=True)
-            display(draw(**values()))
+    first = draw(**values())  # outside any handler: errors propagate
+    display(widgets.HBox(list(controls.values())))
+    handle = display(first, display_id=True)
 
-    first = draw(**values())  # outside the output area: errors propagate
+    def redraw(_=None):
+        try:
+            handle.update(draw(**values()))
+        except Exception as e:  # a bad combination of controls: say so where the drawing was
+            handle.update(Markdown(f"**{type(e).__name__}:** {e}"))
+
     for w in controls.values():
         w.observe(redraw, names="value")
-    box = widgets.VBox([widgets.HBox(list(controls.values())), out])
-    display(box)
-    with out:
-        display(first)
 
 
 # --- exercise checks ----------------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ import plotly.graph_objects as go
 
 from .results import Result
 
-X_LABELS = {"round": "round", "cum_bytes": "cumulative bytes (up + down, all clients)",
+MB = 2 ** 20  # bytes are drawn in KB / MB (2^10 / 2^20 bytes), the unit on the axis, never Plotly's "1.4B"
+X_LABELS = {"round": "round", "cum_bytes": "cumulative traffic, MB (up + down, all clients)",
             "wallclock": "simulated wall-clock (s)"}
 Y_LABELS = {"hr": "HR@10", "ndcg": "NDCG@10", "loss": "training loss"}
 
@@ -27,6 +28,7 @@ def metric_curves(results: Sequence[Result], x: str = "round", y: str = "hr",
                   labels: Sequence[str] | None = None) -> go.Figure:
     """HR / NDCG / loss against rounds, cumulative bytes or simulated wall-clock."""
     df = _long(results, labels, ["round", "cum_bytes", "wallclock", y]).dropna(subset=[y])
+    df["cum_bytes"] = df["cum_bytes"] / MB
     fig = px.line(df, x=x, y=y, color="run", markers=True, log_x=(x == "cum_bytes"),
                   labels={x: X_LABELS.get(x, x), y: Y_LABELS.get(y, y)})
     fig.update_layout(legend_title_text="", margin=dict(l=40, r=10, t=30, b=40))
@@ -50,9 +52,9 @@ def payload_parts(result: Result) -> go.Figure:
     """Measured bytes per message part and direction, with the theoretical size beside them."""
     g = result.part_bytes()
     g["label"] = g["direction"] + ": " + g["part"]
-    fig = go.Figure([go.Bar(x=g["label"], y=g["bytes"], name="measured (serialized)"),
-                     go.Bar(x=g["label"], y=g["theoretical_bytes"], name="theoretical")])
-    fig.update_layout(barmode="group", yaxis_title="bytes (whole run)", margin=dict(l=40, r=10, t=30, b=40))
+    fig = go.Figure([go.Bar(x=g["label"], y=g["bytes"] / MB, name="measured (serialized)"),
+                     go.Bar(x=g["label"], y=g["theoretical_bytes"] / MB, name="theoretical")])
+    fig.update_layout(barmode="group", yaxis_title="MB (whole run)", margin=dict(l=40, r=10, t=30, b=40))
     return fig
 
 
@@ -70,7 +72,8 @@ def round_time(results: Sequence[Result], labels: Sequence[str] | None = None) -
 
 # --- the app's live views (also usable from notebooks) -------------------------------------------------------
 
-_PANEL_X = (("round", "round"), ("cum_bytes", "cumulative bytes (log)"), ("wallclock", "simulated wall-clock (s)"))
+_PANEL_X = (("round", "round"), ("cum_bytes", "cumulative traffic, MB (log)"),
+            ("wallclock", "simulated wall-clock (s)"))
 
 
 def metric_panel(results: Sequence[Result], y: str = "hr", labels: Sequence[str] | None = None,
@@ -91,7 +94,8 @@ def metric_panel(results: Sequence[Result], y: str = "hr", labels: Sequence[str]
         color = DEFAULT_PLOTLY_COLORS[i % len(DEFAULT_PLOTLY_COLORS)]
         line = dict(color=color, dash="dash" if i in dashed else "solid")
         for c, (x, _) in enumerate(_PANEL_X, start=1):
-            fig.add_trace(go.Scatter(x=t[x], y=t[y], mode="lines+markers", name=name, legendgroup=name,
+            xs = t[x] / MB if x == "cum_bytes" else t[x]
+            fig.add_trace(go.Scatter(x=xs, y=t[y], mode="lines+markers", name=name, legendgroup=name,
                                      showlegend=(c == 1), line=line, marker=dict(size=4)), row=1, col=c)
     fig.update_xaxes(type="log", row=1, col=2)
     fig.update_yaxes(title_text=Y_LABELS.get(y, y), row=1, col=1)
@@ -127,10 +131,10 @@ def tradeoff(results: Sequence[Result], groups: Sequence[str], y: str = "hr",
     fig = go.Figure()
     for g in dict.fromkeys(groups):
         d = df[df["group"] == g].sort_values("bytes")
-        fig.add_trace(go.Scatter(x=d["bytes"], y=d[y], name=g, text=d["run"], mode="lines+markers",
+        fig.add_trace(go.Scatter(x=d["bytes"] / 1024, y=d[y], name=g, text=d["run"], mode="lines+markers",
                                  line=dict(dash="dash", color="black") if g in dashed else None,
-                                 hovertemplate="%{text}<br>%{x:.3s} B<br>%{y:.4f}<extra></extra>"))
-    fig.update_layout(xaxis_type="log", xaxis_title="bytes per client per round (up + down, log)",
+                                 hovertemplate="%{text}<br>%{x:,.1f} KB<br>%{y:.4f}<extra></extra>"))
+    fig.update_layout(xaxis_type="log", xaxis_title="KB per client per round (up + down, log)",
                       yaxis_title=Y_LABELS.get(y, y), margin=dict(l=50, r=10, t=30, b=40))
     return fig
 

@@ -149,3 +149,76 @@ def test_every_page_renders_in_the_browser(server, page, name, path):
         page.get_by_role("tab", name="Attack: what a curious server learns").click()
         _idle(page)
         _shot(page, "encryption-attack")
+
+
+# --- every control sticks and reaches the link ---------------------------------------------------------------
+def _topic_pages() -> list:
+    from labcore.app.pages import CORE_PAGES, pages
+
+    return [pytest.param(name, marks=NEEDS_DATA) for name in pages() if name not in CORE_PAGES]
+
+
+def _slider_values(pg) -> list[str]:
+    return pg.locator("input[type=range]").evaluate_all("els => els.map(e => e.value)")
+
+
+def _select_texts(pg) -> list[str]:
+    """The value shown by each select box (its combobox input holds it)."""
+    return pg.locator("[data-testid=stSelectbox] input[role=combobox]").evaluate_all("els => els.map(e => e.value)")
+
+
+def _move_slider(pg, i: int, presses: int) -> str:
+    """Move slider i by `presses` steps (right, or left at the top end); its value as the browser shows it."""
+    s = pg.locator("input[type=range]").nth(i)
+    s.focus()
+    before = s.get_attribute("value")
+    for _ in range(presses):
+        pg.keyboard.press("ArrowRight")
+    if s.get_attribute("value") == before:  # at the top end: go down instead
+        for _ in range(presses):
+            pg.keyboard.press("ArrowLeft")
+    return s.get_attribute("value")
+
+
+def _pick(pg, i: int, k: int) -> str:
+    """Open select box i and pick its k-th other option; the option's text."""
+    box = pg.locator("[data-testid=stSelectbox]").nth(i)
+    current = _select_texts(pg)[i]
+    box.get_by_role("button", name="Open").click()
+    options = pg.locator("[role=option]")
+    options.first.wait_for()
+    texts = [t.strip() for t in options.all_inner_texts()]
+    others = [t for t in texts if t != current] or texts
+    choice = others[k % len(others)]
+    options.nth(texts.index(choice)).click()
+    return choice
+
+
+@pytest.mark.parametrize("name", _topic_pages())
+def test_every_control_of_a_topic_page_sticks_and_reaches_the_link(server, page, name):
+    """Five changes in a row to every slider and select box: each value stays (no snapping back to the link's
+    value on the next rerun), and the final view comes back from its link in a fresh load."""
+    page.goto(f"{server}/{name}")
+    page.wait_for_selector("h1")
+    _idle(page)
+    n_sliders, n_selects = page.locator("input[type=range]").count(), page.locator("[data-testid=stSelectbox]").count()
+    assert n_sliders + n_selects > 0, f"page {name} has no slider or select box"
+    for i in range(n_sliders):
+        for k in range(1, 6):
+            shown = _move_slider(page, i, k)
+            _idle(page)
+            assert _slider_values(page)[i] == shown, (name, "slider", i, k)
+    for i in range(n_selects):
+        for k in range(5):
+            chosen = _pick(page, i, k)
+            _idle(page)
+            assert _select_texts(page)[i] == chosen, (name, "select box", i, k)
+    assert page.locator("[data-testid=stException]").count() == 0
+    sliders, selects = _slider_values(page), _select_texts(page)
+    page.goto(page.url)  # the link of the final view, in a fresh session
+    page.wait_for_selector("h1")
+    page.wait_for_function("([a, b]) => document.querySelectorAll('input[type=range]').length >= a && "
+                           "document.querySelectorAll('[data-testid=stSelectbox]').length >= b",
+                           arg=[len(sliders), len(selects)])
+    _idle(page)
+    assert _slider_values(page) == sliders and _select_texts(page) == selects

@@ -3,8 +3,9 @@ top to bottom at smoke size (so none can silently rot).
 
 The static test parses every code cell and resolves each `labcore` name, import, RunConfig field and
 result-table column it uses, so a renamed or removed attribute fails in a second with its name, the notebook
-and the cell. The execution test runs every notebook with nbclient, in order, sharing one run cache as a
-class does (each also runs on its own, only slower); `--durations=0` shows the time of each.
+and the cell. The execution test runs every notebook headless with plain `jupyter nbconvert --execute`, in
+order, sharing one run cache as a class does (each also runs on its own, only slower); `--durations=0` shows
+the time of each.
 """
 from __future__ import annotations
 
@@ -12,14 +13,13 @@ import ast
 import importlib
 import os
 import re
-import time
+import subprocess
+import sys
 from pathlib import Path
-from queue import Empty
 
 import nbformat
 import pandas as pd
 import pytest
-from nbclient import NotebookClient
 
 from conftest import ROOT
 
@@ -238,6 +238,7 @@ def test_checks_without_an_answer_say_what_to_fill_in():
 
 def test_checks_without_training():
     from labcore.colr import exercises as ex
+    from labcore.fair import exercises as fair_ex
 
     cfg = ex.lab_config(paper=False, method="colr", rank=4)
     assert ex.check_dataset_size(600, 400).ok and not ex.check_dataset_size(400, 600).ok
@@ -252,11 +253,11 @@ def test_checks_without_training():
     assert ex.check_scolr_uplink(4.5 / 8, 400, 32, 8).ok and not ex.check_scolr_uplink(0.5 / 8, 400, 32, 8).ok
     assert ex.check_comm_seconds(4.8255).ok and not ex.check_comm_seconds(5.06).ok  # 10**6-byte MB: wrong
     assert ex.check_ciphertexts(4, 4 * 3706, 8192).ok and not ex.check_ciphertexts(3, 4 * 3706, 8192).ok
-    assert ex.check_collapsed_bucket(1, 3, 4, 2).ok and not ex.check_collapsed_bucket(3, 3, 4, 2).ok
-    assert ex.check_table_values(512, 300, 8, 4).ok and not ex.check_table_values(600, 300, 8, 4).ok  # pow2 rows
-    assert ex.check_devices_share(0.5, "1x-2x-4x-8x", 2).ok
-    assert not ex.check_devices_share(0.25, "1x-2x-4x-8x", 2).ok
-    assert ex.check_collapsed_bucket(..., 3, 4, 2).ok is None
+    assert fair_ex.check_collapsed_bucket(1, 3, 4, 2).ok and not fair_ex.check_collapsed_bucket(3, 3, 4, 2).ok
+    assert fair_ex.check_table_values(512, 300, 8, 4).ok and not fair_ex.check_table_values(600, 300, 8, 4).ok  # pow2 rows
+    assert fair_ex.check_devices_share(0.5, "1x-2x-4x-8x", 2).ok
+    assert not fair_ex.check_devices_share(0.25, "1x-2x-4x-8x", 2).ok
+    assert fair_ex.check_collapsed_bucket(..., 3, 4, 2).ok is None
 
 
 def test_checks_on_short_runs():
@@ -300,45 +301,22 @@ def test_fair_lab_scheme_frames():
 
 
 # --- every notebook runs top to bottom at smoke size ---------------------------------------------------------
-class LabClient(NotebookClient):
-    """nbclient with the shell channel polled in one-second slices.
-
-    On this machine a cell's execute_reply is sometimes only noticed when the whole per-cell timeout has
-    run out (the zmq socket poll misses its wake-up; the reply is then read at the deadline, no error), which
-    added a silent 300 s to a random notebook. Polling in short slices picks the reply up within a second.
-    """
-
-    async def async_start_new_kernel_client(self):
-        kc = await super().async_start_new_kernel_client()
-        channel, get_msg = kc.shell_channel, kc.shell_channel.get_msg
-
-        async def sliced_get_msg(timeout=None):
-            deadline = None if timeout is None else time.monotonic() + timeout
-            while True:
-                step = 1.0 if deadline is None else max(0.0, min(1.0, deadline - time.monotonic()))
-                try:
-                    return await get_msg(timeout=step)
-                except Empty:
-                    if deadline is not None and time.monotonic() >= deadline:
-                        raise
-
-        channel.get_msg = sliced_get_msg
-        return kc
-
-
 @pytest.fixture(scope="module")
 def shared_cache(tmp_path_factory):
     return tmp_path_factory.mktemp("lab-runs")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_notebook_executes(path: Path, tmp_path, monkeypatch, shared_cache):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("LABCORE_CACHE", str(shared_cache))  # one cache for the whole lab, as in class
-    monkeypatch.delenv("LABCORE_PAPER_SIZE", raising=False)  # smoke size
-    nb = nbformat.read(path, as_version=4)
-    LabClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+def test_notebook_executes(path: Path, tmp_path, shared_cache):
+    """Plain `jupyter nbconvert --to notebook --execute`, as a student or CI would run it headless."""
+    env = {**os.environ, "LABCORE_CACHE": str(shared_cache)}  # one cache for the whole lab, as in class
+    env.pop("LABCORE_PAPER_SIZE", None)  # smoke size
+    out = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute",
+                          f"--ExecutePreprocessor.timeout={CELL_TIMEOUT}", "--output-dir", str(tmp_path), str(path)],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=20 * CELL_TIMEOUT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    nb = nbformat.read(tmp_path / path.name, as_version=4)
     errors = [(c.id, o.ename, o.evalue) for c in nb.cells if c.cell_type == "code"
               for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors
-    assert not os.environ.get("LABCORE_PAPER_SIZE")
+    assert all(c.get("execution_count") for c in nb.cells if c.cell_type == "code"), "every cell ran"

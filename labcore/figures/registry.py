@@ -143,11 +143,12 @@ def register(card: FigureCard) -> FigureCard:
 _LOADED: set[str] = set()
 
 
-def _ensure_loaded() -> None:
-    """Import the card module of every topic (`labcore.topics`) not imported yet."""
+def _ensure_loaded(card_id: str | None = None) -> None:
+    """Import the card module of every topic (`labcore.topics`), or only of the topic that owns `card_id`."""
     from .. import topics
 
-    for t in topics.all_topics():
+    owner = topics.card_topic(card_id) if card_id else None
+    for t in (owner,) if owner else topics.all_topics():
         if t.package not in _LOADED:
             _LOADED.add(t.package)
             t.load_cards()
@@ -181,10 +182,12 @@ def card_ids() -> list[str]:
 
 
 def get(card_id: str) -> FigureCard:
-    try:
-        return _active()[card_id]
-    except KeyError:
-        raise UnknownCardError(f"unknown figure card {card_id!r}; valid ids: {', '.join(card_ids())}") from None
+    from .. import topics
+
+    _ensure_loaded(card_id)  # only the owner's cards: one topic's card needs no other topic to import
+    if card_id in _CARDS and topics.card_topic(card_id) is not None:
+        return _CARDS[card_id]
+    raise UnknownCardError(f"unknown figure card {card_id!r}; valid ids: {', '.join(card_ids())}")
 
 
 def _check_size(size: str) -> None:
