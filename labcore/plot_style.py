@@ -1,7 +1,7 @@
 """The lab's plotly look, for a projector as much as a laptop: larger type, dark ticks, readable minor ticks.
 
-Importing `labcore` registers the template "labcore" and makes "plotly+labcore" the default, so every figure
-the lab draws (core plots, topic plots, figure cards) reads from the back row without per-figure settings.
+Importing `labcore` registers the template "labcore" and makes "plotly_white+labcore" the default, so every
+figure the lab draws (core plots, topic plots, figure cards) reads from the back row without per-figure settings.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ pio.templates["labcore"] = go.layout.Template(layout=go.Layout(
     title=dict(font=dict(size=19)),
     legend=dict(font=dict(size=15)),
     hoverlabel=dict(font=dict(size=15)),
+    annotationdefaults=dict(font=dict(size=16, color=TEXT)),  # subplot titles are annotations
     xaxis=AXIS, yaxis=AXIS,
 ))
-pio.templates.default = "plotly+labcore"
+pio.templates.default = "plotly_white+labcore"

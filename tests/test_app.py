@@ -133,8 +133,10 @@ def test_a_bad_link_shows_messages_and_falls_back_to_defaults():
         assert name in text
     assert at.slider(key="explorer.rank").value == 4 and at.selectbox(key="explorer.method").value == "colr"
     assert len(at.get("plotly_chart")) == 4  # and it still runs
-    at.slider(key="explorer.rank").set_value(5).run()  # the user moves on: the messages go
-    assert [w.value for w in at.warning] == [] and "colr_rank" not in at.query_params
+    at.slider(key="explorer.rank").set_value(5).run()  # the view is rewritten and retrains: the messages stay
+    assert "colr_rank" in " ".join(w.value for w in at.warning) and "colr_rank" not in at.query_params
+    at.button(key="explorer._dismiss_link_warnings").click().run()  # until they are dismissed
+    assert [w.value for w in at.warning] == []
 
 
 def test_settings_that_do_not_fit_together_warn_instead_of_running():

@@ -222,3 +222,40 @@ def test_every_control_of_a_topic_page_sticks_and_reaches_the_link(server, page,
                            arg=[len(sliders), len(selects)])
     _idle(page)
     assert _slider_values(page) == sliders and _select_texts(page) == selects
+
+
+# --- readable on a projector ----------------------------------------------------------------------------------
+CUT_TEXT = """() => Array.from(document.querySelectorAll(
+    '[data-testid=stMetric] *, [data-testid=stButtonGroup] button *'))
+    .filter(e => e.innerText && e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)"""
+
+
+def _all_pages() -> list:
+    from labcore.app.pages import CORE_PAGES, pages
+
+    light = {"explorer": "/" + EXPLORER_QUERY, "compare": "/compare?rounds=10&_values=2,8"}
+    return [pytest.param(name, light.get(name, f"/{name}"), marks=() if name in CORE_PAGES else NEEDS_DATA)
+            for name in pages()]
+
+
+@pytest.fixture(scope="module")
+def small_page():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        pg = browser.new_page(viewport={"width": 1280, "height": 720})
+        pg.set_default_timeout(90_000)
+        yield pg
+        browser.close()
+
+
+@pytest.mark.parametrize("name, path", _all_pages())
+def test_no_metric_or_chip_text_is_cut_at_1280x720(server, small_page, name, path):
+    small_page.goto(server + path)
+    small_page.wait_for_selector("h1")
+    _idle(small_page)
+    if name == "explorer":
+        _finished(small_page, 30)
+    assert small_page.evaluate(CUT_TEXT) == [], name
+    _shot(small_page, f"{name}-1280x720")

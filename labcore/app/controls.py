@@ -219,9 +219,15 @@ def option(spec: PageSpec, vs: ViewState, name: str, widget, *args, where=None, 
     return value
 
 
-def show_warnings(vs: ViewState) -> None:
+def show_warnings(vs: ViewState, page: str = "") -> None:
+    """The link's warnings; they stay while the view is rewritten and runs finish, until dismissed."""
     for w in vs.warnings:
         st.warning(f"Link parameter not used: {w}", icon="⚠️")
+    if vs.warnings and st.button("Dismiss", key=f"{page}._dismiss_link_warnings", help="hide the warnings about this link"):
+        vs.warnings = []
+        st.rerun()
+    if page:
+        presets.banner(page, vs.query)
 
 
 def sync_url(spec: PageSpec, vs: ViewState, cfg: RunConfig | None) -> dict[str, str]:
@@ -229,8 +235,6 @@ def sync_url(spec: PageSpec, vs: ViewState, cfg: RunConfig | None) -> dict[str, 
     if cfg is not None:
         vs.cfg = cfg
     q = encode(vs.cfg, spec, vs.options, vs.hide_names)
-    if q != vs.query:
-        vs.warnings = []  # the user moved on from the link
     if q != st.query_params.to_dict():
         st.query_params.from_dict(q)
         st.session_state.setdefault("_lab_written", []).append((time.monotonic(), spec.name, dict(q)))

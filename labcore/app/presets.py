@@ -51,6 +51,29 @@ def for_card(card_id: str) -> Preset | None:
     return next((p for p in all_presets() if card_id in p.cards), None)
 
 
+def matching(page_name: str, query: dict) -> Preset | None:
+    """The preset this view was opened from: same page, every parameter of the preset in the link."""
+    for p in all_presets():
+        if p.page == page_name and p.query and all(str(query.get(k)) == str(v) for k, v in p.query.items()):
+            return p
+    return None
+
+
+def banner(page_name: str, query: dict) -> None:
+    """Say what a paper preset's live view is (often a short run) and link the stored full-size card."""
+    import streamlit as st
+
+    p = matching(page_name, query)
+    if p is None:
+        return
+    st.info(f"**Preset: {p.label}.** {p.note}", icon=":material/bookmark:")
+    if p.cards:
+        from .pages import page_object
+
+        st.page_link(page_object("figures"), label=f"The paper's figure, reproduced at full size: {p.cards[0]}",
+                     query_params={"_card": p.cards[0]}, icon=":material/insert_chart:")
+
+
 def sidebar(page_name: str) -> None:
     import streamlit as st
 

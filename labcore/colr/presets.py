@@ -22,7 +22,9 @@ PRESETS = (
            cards=('colr-fig2-pinterest',)),
     Preset("fig3-ml1m", "Fig. 3: CoLR rank sweep vs FedMF at matching bytes (ML-1M)", "compare",
            {**_ML1M, "dim": "64", "rounds": "100", "eval_every": "20", "_mode": "rank", "_values": "2,8,32"},
-           "CoLR@r at d=64 against FedMF with d=r (the same bytes per round); paper: 1000 rounds, r in 1..32.",
+           "CoLR@r at d=64 against FedMF with d=r (the same bytes per round). A short live run (100 rounds; the "
+           "paper trains 1000): this early, FedMF at small d can still sit above CoLR at equal bytes, the opposite "
+           "of the paper's figure. The stored 1000-round card shows the paper's shape.",
            cards=('colr-fig3-ml1m',)),
     Preset("fig4-ml1m", "Fig. 4: CoLR vs SVD vs Top-K at equal ratio (ML-1M)", "compare",
            {**_ML1M, "dim": "64", "rounds": "100", "eval_every": "20", "_mode": "ratio", "_values": "2,8"},

@@ -55,7 +55,7 @@ def render() -> None:
     st.subheader("What a device stores")
     st.caption("psi: m values per item table (m = the greatest power of two <= n / ratio), its own user vectors "
                "and the small dense layers. 1x devices hold the server's table itself.")
-    st.plotly_chart(fplots.device_memory(devices), width="stretch")
+    st.plotly_chart(fplots.device_memory(devices), width="stretch", theme=None)
     st.dataframe(devices, hide_index=True)
     st.subheader("Model loss or data loss (Fig. 1)")
     st.caption("One model size for everyone who can hold it drops the smaller devices (left) or shrinks the model "
@@ -64,7 +64,7 @@ def render() -> None:
         st.session_state["fair_tradeoff"] = (dataset, tiers, rounds)
     if st.session_state.get("fair_tradeoff") == (dataset, tiers, rounds):
         df = _tradeoff(dataset, tiers, rounds)
-        st.plotly_chart(fplots.tradeoff(df), width="stretch")
+        st.plotly_chart(fplots.tradeoff(df), width="stretch", theme=None)
         st.dataframe(df, hide_index=True)
     st.subheader("Paper tables, reproduced")
     from labcore.figures import registry
@@ -76,7 +76,7 @@ def render() -> None:
     if res is None:
         st.info(f"No stored full-size result yet: labcore figure {card_id} --full --save")
         return
-    st.plotly_chart(res.figure, width="stretch")
+    st.plotly_chart(res.figure, width="stretch", theme=None)
     st.dataframe(res.comparison(), hide_index=True)
 
 

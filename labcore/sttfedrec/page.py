@@ -88,10 +88,10 @@ def render() -> None:
     for col in ("train_ms", "infer_ms", "total_ms", "featurize_ms", "towers_ms", "chain_ms", "train_with_chain_ms"):
         if col in t3:
             t3[col] = t3[col] / t3["device_factor"] * factor
-    st.plotly_chart(plots.table3_bars(t3), key="split.table3", config={"displaylogo": False})
-    st.plotly_chart(plots.time_bars(t3), key="split.time", config={"displaylogo": False})
+    st.plotly_chart(plots.table3_bars(t3), key="split.table3", config={"displaylogo": False}, theme=None)
+    st.plotly_chart(plots.time_bars(t3), key="split.time", config={"displaylogo": False}, theme=None)
     if parts is not None:
-        st.plotly_chart(plots.payload_bars(parts), key="split.payload", config={"displaylogo": False})
+        st.plotly_chart(plots.payload_bars(parts), key="split.payload", config={"displaylogo": False}, theme=None)
     st.dataframe(plots.payload_table(t3), hide_index=True, width="stretch")
     _paper_card(ui)
 
@@ -109,7 +109,7 @@ def _paper_card(ui: UrlWidgets) -> None:
         st.info("No stored full-size result yet: python -m labcore.sttfedrec.experiments --full --save")
         return
     if res.figure is not None:
-        st.plotly_chart(res.figure, key=f"split.{card_id}", config={"displaylogo": False})
+        st.plotly_chart(res.figure, key=f"split.{card_id}", config={"displaylogo": False}, theme=None)
     st.dataframe(res.comparison(), hide_index=True, width="stretch")
 
 

@@ -16,7 +16,7 @@ _Y = {"hr": "HR@10", "ndcg": "NDCG@10", "loss": "training loss"}
 def render() -> None:
     vs = controls.view_state(SPEC)
     st.title("Compare")
-    controls.show_warnings(vs)
+    controls.show_warnings(vs, SPEC.name)
     cfg = controls.sidebar(SPEC, vs)
     c = st.columns([3, 2, 1.4, 3])
     mode = controls.option(SPEC, vs, "mode", "selectbox", "comparison", list(sweeps.MODES), where=c[0],
@@ -71,12 +71,12 @@ def render() -> None:
         conf = runs.chart_config(final)
         st.plotly_chart(runs.figure("compare.tradeoff", ident, prog, lambda: _titled(
             plots.tradeoff(res, groups, y, dashed), f"final {_Y[y]} vs bytes per client per round")),
-            key=key("tradeoff"), config=conf)
+            key=key("tradeoff"), config=conf, theme=None)
         st.plotly_chart(runs.figure("compare.panel", ident, prog, lambda: plots.metric_panel(
-            res, y, labels, dashed=[i for i, (p, _) in enumerate(ready) if p.dashed])), key=key("panel"), config=conf)
+            res, y, labels, dashed=[i for i, (p, _) in enumerate(ready) if p.dashed])), key=key("panel"), config=conf, theme=None)
         st.markdown("**Round time: communication vs computation (Table 2 form)**")
         st.plotly_chart(runs.figure("compare.time", ident, prog, lambda: plots.round_time(res, labels)),
-                        key=key("time"), config=conf)
+                        key=key("time"), config=conf, theme=None)
         t2 = table2(res, labels)
         t2["final " + _Y[y]] = [float(r.table[y].dropna().iloc[-1]) if r.table[y].notna().any() else float("nan")
                                 for r in res]

@@ -41,7 +41,7 @@ def _table3(degree: int, chain: tuple, scale: int, n_items: int, d: int) -> pd.D
 def render() -> None:
     vs = controls.view_state(SPEC)
     st.title("Encryption")
-    controls.show_warnings(vs)
+    controls.show_warnings(vs, SPEC.name)
     cfg = controls.sidebar(SPEC, vs)
     query = controls.sync_url(SPEC, vs, cfg)
     controls.share_box(SPEC, query)
@@ -107,7 +107,7 @@ def _costs(cfg, N: int, d: int) -> None:
     st.markdown("**Upload size against rank: a staircase under CKKS** (one ciphertext holds "
                 f"{cfg.ckks_degree // 2} values, so CoLR@r costs ceil(rN / {cfg.ckks_degree // 2}) ciphertexts)")
     st.plotly_chart(plots.ckks_sizes(pd.DataFrame(rows), x="rank"), key="encryption.sizes",
-                    config={"displaylogo": False})
+                    config={"displaylogo": False}, theme=None)
     with st.expander("CoLR Table 3 with the paper's numbers alongside"):
         st.caption("Smoke size: real CKKS rounds up to 2 ciphertexts per client (larger rows extrapolated from "
                    "measured per-ciphertext costs), Paillier 1024-bit with per-value costs measured on 4 values. "
@@ -137,7 +137,7 @@ def _attack(cfg, vs) -> None:
     from labcore.privacy.server_attack import attack_summary
 
     summary = attack_summary(out)
-    st.plotly_chart(plots.attack_bars(summary), key="encryption.attack", config={"displaylogo": False})
+    st.plotly_chart(plots.attack_bars(summary), key="encryption.attack", config={"displaylogo": False}, theme=None)
     st.dataframe(summary, hide_index=True, width="stretch")
     st.caption(f"{cfg.method} on {cfg.dataset}, {cfg.clients_per_round} clients per round, seed {cfg.seed}, "
                f"{rounds} round(s). Under encryption 4 clients per round are protected for real and attacked. "

@@ -24,7 +24,7 @@ def _fmt_bytes(b: float) -> str:
 def render() -> None:
     vs = controls.view_state(SPEC)
     st.title("Explorer")
-    controls.show_warnings(vs)
+    controls.show_warnings(vs, SPEC.name)
     cfg = controls.sidebar(SPEC, vs, slots=("data_skew",))
     top = st.columns([3, 2])
     y = controls.option(SPEC, vs, "y", "segmented_control", "metric", Y_METRICS, where=top[1],
@@ -100,20 +100,20 @@ def render() -> None:
         yy = y if y in t else "hr"
         conf = runs.chart_config(final)
         st.plotly_chart(runs.figure("explorer.panel", (run, yy), prog, lambda: plots.metric_panel([res], yy)),
-                        key=key("panel"), config=conf)
+                        key=key("panel"), config=conf, theme=None)
         c1, c2, c3 = st.columns(3)
         c1.markdown("**Effective rank of the client updates**")
         if cfg.rank_every:
             c1.plotly_chart(runs.figure("explorer.erank", run, prog, lambda: plots.effective_rank(res)),
-                            key=key("erank"), config=conf)
+                            key=key("erank"), config=conf, theme=None)
         else:
             c1.caption("off (advanced: effective rank every 0 rounds)")
         c2.markdown("**Payload per message part (whole run)**")
         c2.plotly_chart(runs.figure("explorer.parts", run, prog, lambda: plots.payload_parts(res)),
-                        key=key("parts"), config=conf)
+                        key=key("parts"), config=conf, theme=None)
         c3.markdown("**Round time: communication vs computation**")
         c3.plotly_chart(runs.figure("explorer.time", run, prog, lambda: plots.round_breakdown(res)),
-                        key=key("time"), config=conf)
+                        key=key("time"), config=conf, theme=None)
         if v.done:
             he = t["he_client_s"].dropna() if "he_client_s" in t else []
             txt = res.notes

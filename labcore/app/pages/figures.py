@@ -49,7 +49,7 @@ def _label(card) -> str:
 def render() -> None:
     vs = controls.view_state(SPEC)
     st.title("Paper figures")
-    controls.show_warnings(vs)
+    controls.show_warnings(vs, SPEC.name)
     try:
         from labcore.figures import list_cards
     except ImportError:
@@ -98,7 +98,7 @@ def render() -> None:
     tolerance = "" if res.size == "smoke" else f" ({card.tolerance_text})"
     st.markdown(f"**Ours, {label}: {ok}**{tolerance}; {cost}.")
     if res.figure is not None:
-        st.plotly_chart(res.figure, key=f"figures.{card_id}.{res.size}", config={"displaylogo": False})
+        st.plotly_chart(res.figure, key=f"figures.{card_id}.{res.size}", config={"displaylogo": False}, theme=None)
     st.markdown(f"**Expected:** {card.expected}")
     st.dataframe(res.comparison(), hide_index=True, width="stretch")
     for n in card.notes:
