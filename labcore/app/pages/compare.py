@@ -18,7 +18,7 @@ def render() -> None:
     st.title("Compare")
     controls.show_warnings(vs, SPEC.name)
     cfg = controls.sidebar(SPEC, vs)
-    c = st.columns([3, 2, 1.4, 3])
+    c = st.columns([3, 3]) + st.columns([1.2, 3, 1.8])[:2]  # two rows: nothing clipped at 1280x720
     mode = controls.option(SPEC, vs, "mode", "selectbox", "comparison", list(sweeps.MODES), where=c[0],
                            format_func=sweeps.MODES.get)
     values = controls.option(SPEC, vs, "values", "multiselect", sweeps.VALUE_LABELS[mode],
