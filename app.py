@@ -10,10 +10,10 @@ from labcore.app.pages import navigation
 
 st.set_page_config(page_title="labcore lab", page_icon=":material/hub:", layout="wide")
 # Readable from the back row at 1280x720: metric values and labels wrap instead of ending in "...".
-st.markdown("""<style>
+st.html("""<style>
 [data-testid="stMetric"] .stMarkdownEllipsis, [data-testid="stMetric"] .stMarkdownEllipsis p {
   white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
   overflow-wrap: anywhere; }
 [data-testid="stMetricValue"] { font-size: 1.7rem !important; line-height: 1.25; }
-</style>""", unsafe_allow_html=True)
+</style>""")
 navigation().run()

@@ -1,5 +1,5 @@
-"""Command line: `labcore run ...`, `labcore figure ...`, `labcore topics`, `labcore datasets`, and the
-commands topics add (`labcore table2 ...` is CoLR's: `labcore/colr/cli.py`).
+"""Command line: `labcore run ...`, `labcore figure ...`, `labcore topics`, `labcore datasets`, `labcore flower
+...` and `labcore sweep ...` (labcore/scale/), and the commands topics add (`labcore table2 ...` is CoLR's: `labcore/colr/cli.py`).
 
 Every RunConfig field is an option (`--rank 4`, `--bandwidth-tiers '[[0.5,1,1],[0.5,0.2,0.2]]'`).
 A topic adds commands by naming a module with `add_commands(subparsers)` as its `cli` (labcore.topics).
@@ -109,8 +109,8 @@ def cmd_figure(ns) -> int:
     size = "full" if ns.full else "smoke"
     if ns.save and size != "full":
         raise ValueError("--save writes results/<id>.csv for full-size reproductions only: add --full")
-    if size == "full" and not ns.stored and ns.jobs > 1:
-        _train_cards_in_parallel(figures, ids, ns.jobs)
+    if size == "full" and not ns.stored and (ns.jobs > 1 or ns.backend == "ray"):
+        _train_cards_in_parallel(figures, ids, ns.jobs, ns.backend, ns.address)
     for cid in ids:
         card = figures.get(cid)
         if ns.stored:
@@ -140,18 +140,24 @@ def cmd_figure(ns) -> int:
     return 0
 
 
-def _train_cards_in_parallel(figures, ids: list[str], jobs: int) -> None:
-    """Train the union of the cards' runs in `jobs` processes first; the cards then read the cache."""
+def _train_cards_in_parallel(figures, ids: list[str], jobs: int, backend: str = "processes",
+                             address: str | None = None) -> None:
+    """Train the union of the cards' runs in `jobs` processes (or on a Ray cluster) first; the cards then
+    read the cache."""
     import time
 
     from .config import RunConfig
-    from .figures.runs import train_parallel
+    from .figures.runs import train_parallel, train_ray
 
     cfgs = [c for cid in ids for c in figures.get(cid).configs("full") if isinstance(c, RunConfig)]
     t0 = time.perf_counter()
-    n = train_parallel(cfgs, jobs)
+    if backend == "ray":
+        n = train_ray(cfgs, address=address, num_cpus=jobs if address is None else None)
+        where = f"Ray cluster {address}" if address else f"a local Ray cluster of {jobs} CPUs"
+    else:
+        n, where = train_parallel(cfgs, jobs), f"{jobs} processes"
     if n:
-        print(f"trained {n} runs in {(time.perf_counter() - t0) / 60:.1f} min on {jobs} processes", flush=True)
+        print(f"trained {n} runs in {(time.perf_counter() - t0) / 60:.1f} min on {where}", flush=True)
 
 
 def cmd_topics(ns) -> int:
@@ -205,6 +211,10 @@ def main(argv: list[str] | None = None) -> int:
                         "e.g. colr-)")
     p.add_argument("--jobs", type=_positive_int, default=1,
                    help="with --full: train the cards' runs in this many processes first (2 on a 2-core machine)")
+    p.add_argument("--backend", choices=("processes", "ray"), default="processes",
+                   help="with --full: train the cards' runs in local processes (--jobs) or on a Ray cluster "
+                        "(labcore[scale]; a local one of --jobs CPUs unless --address)")
+    p.add_argument("--address", help="with --backend ray: the Ray cluster to use (e.g. auto or ray://host:10001)")
     p.add_argument("--html", help="where to write the plot (default ./<id>.html; a folder with 'all'; 'none': no plot)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(fn=cmd_figure)
@@ -213,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(fn=cmd_topics)
     p = sub.add_parser("datasets", help="list datasets and where they are looked up")
     p.set_defaults(fn=cmd_datasets)
+    from .scale.cli import add_commands as add_scale_commands
+
+    add_scale_commands(sub, add_config_options)  # labcore flower / labcore sweep (Flower, Ray: labcore[scale])
     from . import topics
 
     for t in topics.all_topics():

@@ -19,6 +19,7 @@ SYNTHETIC_SIZES = ("tiny", "small", "medium", "ml1m")
 B_INITS = ("normal", "orthonormal", "sphere", "sphere_scaled")
 AGGREGATIONS = ("item_mean", "weighted")
 COMP_TIME_MODES = ("calibrated", "measured")
+CLIENT_SCHEDULES = ("uniform", "rotating")  # labcore.fed.sampling.round_clients
 ENCRYPTIONS = ("none", "ckks", "secagg", "paillier")  # labcore.fed.secure implements each
 # Which methods each protection supports (why the others cannot: labcore.fed.secure).
 ENCRYPTION_METHODS = {"none": METHODS, "ckks": ("fedmf", "colr", "scolr"), "secagg": ("fedmf", "colr", "scolr"),
@@ -48,6 +49,7 @@ class RunConfig(TypedConfig):
     # federated training
     rounds: int = 200
     clients_per_round: int = 60
+    client_schedule: str = "uniform"  # "rotating": users shuffled once, M a round in turn (the CoLR authors' code)
     local_epochs: int = 2
     batch_size: int = 256
     lr: float = 0.5
@@ -107,7 +109,7 @@ class RunConfig(TypedConfig):
 
 _NOT_IN_KEY = ("checkpoint_every",)  # bookkeeping that does not change the numbers
 # Fields added after results were stored: at their default they stay out of the key, so stored keys remain valid.
-_KEY_FROM_NON_DEFAULT = {"data_skew": 1.0}
+_KEY_FROM_NON_DEFAULT = {"data_skew": 1.0, "client_schedule": "uniform"}
 _CKKS_FIELDS = ("ckks_degree", "ckks_scale_bits", "ckks_coeff_bits")
 _PAILLIER_FIELDS = ("paillier_key_bits", "he_real_values")
 
@@ -134,7 +136,7 @@ _POSITIVE = ("lr", "bw_down", "bw_up")
 _NONNEGATIVE = ("weight_decay", "r_comp", "c_comp", "sec_per_sample", "sec_per_value")
 _CHOICES = {
     "method": METHODS, "dataset": DATASETS, "synthetic_size": SYNTHETIC_SIZES, "b_init": B_INITS,
-    "aggregation": AGGREGATIONS, "comp_time": COMP_TIME_MODES,
+    "aggregation": AGGREGATIONS, "comp_time": COMP_TIME_MODES, "client_schedule": CLIENT_SCHEDULES,
 }
 
 

@@ -52,6 +52,8 @@ class Topic:
     exercises: str | None = None  # module with the notebook exercise checks and lab configs
     notebook: str | None = None  # its notebook under labs/, e.g. "labs/10_gist.ipynb"
     cli: str | None = None  # module with `add_commands(subparsers)`: the topic's own `labcore <command>`s
+    config: str | None = None  # "module:function" building the topic's config from a dict of strings (its
+    #                             stored results list their configs that way; a test rebuilds their cache keys)
     summary: str = ""  # one sentence: what a person does in this topic
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
@@ -66,6 +68,13 @@ class Topic:
         if not part:
             return None
         return importlib.import_module(part, self.package) if part.startswith(".") else importlib.import_module(part)
+
+    def config_from_dict(self):
+        """The function that builds this topic's config from a dict (URL / JSON form), or None."""
+        if not self.config:
+            return None
+        module, _, name = self.config.partition(":")
+        return getattr(self.module(module), name)
 
     def load_cards(self) -> None:
         self.module(self.cards)

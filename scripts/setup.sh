@@ -27,6 +27,7 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then exit 0; fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 # torch first, pinned: pip picks the CPU build for torch==2.13.0 where one is offered
 .venv/bin/python -m pip install --quiet -c constraints.txt "torch==2.13.0"
+# [all] includes [scale] (Flower + Ray, labcore/scale/): the tests of the Flower federation and the Ray backend
 .venv/bin/python -m pip install --quiet -c constraints.txt -e ".[all]"
 .venv/bin/python -m ipykernel install --sys-prefix --name python3 >/dev/null 2>&1 || true
 echo "$want" > "$stamp"

@@ -76,3 +76,12 @@ def test_coerce_field_turns_link_strings_into_the_field_type():
     assert coerce_field("bandwidth_tiers", "[[1, 1, 1]]") == ((1, 1, 1),)
     with pytest.raises(ConfigError, match="data_skew='lots' is invalid: expected a number"):
         coerce_field("data_skew", "lots")
+
+
+def test_client_schedule_is_checked_and_changes_the_key_only_when_not_the_default():
+    with pytest.raises(ConfigError, match=r"client_schedule='roundrobin' .*uniform, rotating"):
+        from_dict({"client_schedule": "roundrobin"})
+    base = RunConfig()
+    assert RunConfig(client_schedule="uniform").key() == base.key()  # stored results keep their keys
+    rot = from_query({"client_schedule": "rotating"})
+    assert rot.client_schedule == "rotating" and rot.key() != base.key()

@@ -237,17 +237,18 @@ def test_parallel_training_gives_the_serial_numbers(monkeypatch, tmp_path):
 
 
 def test_committed_results_configs_rebuild_to_their_cache_keys():
-    """Every config a committed result lists parses back (URL/JSON form) to the same cache key, for every paper."""
-    from labcore.config import from_dict as colr_config
-    from labcore.fair.config import from_dict as fair_config
-    from labcore.sttfedrec.config import from_dict as stt_config
+    """Every config a committed result lists parses back (URL/JSON form) to the same cache key, for every topic
+    (each topic names the function that builds its config: `Topic.config`)."""
+    from labcore import topics
 
     checked = 0
     for path in sorted(figures.results_dir().glob("*.json")):
-        make = fair_config if path.name.startswith("fair") else stt_config if path.name.startswith("sttfedrec") \
-            else colr_config
+        topic = topics.card_topic(path.stem)
+        assert topic is not None, f"{path.name}: no topic's card prefix matches"
         for c in json.loads(path.read_text()).get("configs", []):
             if isinstance(c, dict) and c.get("key"):
+                make = topic.config_from_dict()
+                assert make is not None, f"{path.name} lists configs with keys, but topic {topic.name} names no config"
                 fields_only = {k: v for k, v in c.items() if k not in ("key", "label", "train_seconds", "train_cpu_seconds")}
                 assert make(fields_only).key() == c["key"], path.name
                 checked += 1

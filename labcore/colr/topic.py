@@ -13,6 +13,7 @@ TOPIC = Topic(
     exercises=".exercises",
     notebook="labs/01_federated_recommendation.ipynb",
     cli=".cli",
+    config="labcore.config:from_dict",
     summary="Federated MF with low-rank updates (CoLR, SCoLR) against FedMF, SVD and Top-K: bytes, HR@10, "
             "round time and encryption.",
 )

@@ -15,5 +15,6 @@ TOPIC = Topic(
     presets=".presets",
     exercises=".exercises",
     notebook="labs/06_fair.ipynb",
+    config=".config:from_dict",
     summary="Devices with 1x to 64x less memory train one model: model loss against data loss.",
 )

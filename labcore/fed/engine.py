@@ -9,6 +9,7 @@ same numbers as an uninterrupted one.
 """
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -29,9 +30,11 @@ from ..net.wallclock import RoundTimeModel
 from ..results import ROUND_COLUMNS, Result
 from . import sampling as S
 from .aggregate import aggregate, fedavg_weights
-from .local_train import train_cohort
+from .local_train import LocalResult, RowUpdate, train_cohort
 from .mods import item_mask_wire, quantize_wires, wire_values
 from .secure import make_secure_mod
+
+LAYOUTS = ("rows", "dense")
 
 CHECKPOINT = "checkpoint.pt"
 
@@ -62,20 +65,95 @@ def _gen(seed: int, round_idx: int, stream: int) -> torch.Generator:
     return torch.Generator().manual_seed(int(np.random.SeedSequence([seed, round_idx, stream]).generate_state(1)[0]))
 
 
-def check_fits(cfg: RunConfig, data: InteractionData) -> None:
+MEMORY_ENV = "LABCORE_MEMORY_GB"  # the memory a run may use, in GiB; default: what the machine has available
+
+
+def memory_limit() -> int:
+    """Bytes a run may use: $LABCORE_MEMORY_GB, else the machine's available memory (Linux), else 8 GiB."""
+    if os.environ.get(MEMORY_ENV):
+        return int(float(os.environ[MEMORY_ENV]) * 2**30)
+    try:
+        with open("/proc/meminfo") as f:
+            info = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in f if ":" in line}
+        return info.get("MemAvailable", info.get("MemTotal", 8 * 2**30))
+    except OSError:
+        return 8 * 2**30
+
+
+def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows") -> dict[str, int]:
+    """Peak bytes of one round for the heaviest possible cohort (the M most active users), by what holds them.
+
+    An upper estimate from the shapes the round builds: the schedule and per-slot tensors of local training,
+    the touched rows (update, sorted copy, partial sums), and clients x items x width tables where a layout
+    or codec still needs them (the dense layout; SVD / Top-K encode each client's whole table; quantization
+    and encryption work on each client's whole payload).
+    """
+    M, N, d = cfg.clients_per_round, data.n_items, cfg.dim
+    width = cfg.rank if cfg.method in ("colr", "scolr") else d
+    n = np.sort(data.train_counts())[::-1][:M].astype(np.int64)
+    per = n * (1 + cfg.num_negatives)
+    samples = int(per.sum())
+    slots = int((-(-per // cfg.batch_size)).sum()) * cfg.local_epochs * cfg.batch_size
+    rows = int(np.minimum(per, N).sum())
+    gathered = (slots * d if layout == "dense" else min(slots * d, 1 << 25)) * 4 * (2 if width != d else 1)
+    est = {"schedule and per-slot tensors": slots * 64 + samples * 40 + gathered,
+           "touched rows (update, sorted copy, partial sums)": rows * (width * 4 * 3 + 40)}
+    dense_table = M * N * width * 4
+    if layout == "dense":
+        T = int((-(-per.max(initial=0) // cfg.batch_size)) * cfg.local_epochs)
+        est["dense update tables and schedule"] = 4 * dense_table + T * M * cfg.batch_size * 8
+    elif cfg.method in ("svd", "topk"):
+        est["dense per-client tables (SVD / Top-K encode)"] = 4 * M * N * d * 4
+    if cfg.up_bits or cfg.down_bits:
+        est["quantizer (float64 copies of the payload)"] = 4 * M * N * width * 8
+    if cfg.encryption != "none":
+        est["encryption (each client's dense vector)"] = 3 * M * N * width * 8
+    return est
+
+
+def check_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows") -> None:
+    est = estimate_memory(cfg, data, layout)
+    need, limit = sum(est.values()), memory_limit()
+    if need <= limit:
+        return
+    width_field = "rank" if cfg.method in ("colr", "scolr") else "dim"
+    biggest = max(est, key=est.get)
+    raise ConfigError(
+        f"clients_per_round={cfg.clients_per_round} is invalid with {width_field}={getattr(cfg, width_field)}, "
+        f"method={cfg.method!r} on {data.name}: one round needs about {need / 2**30:.1f} GiB of memory (largest: "
+        f"{biggest}, {est[biggest] / 2**30:.1f} GiB) and {limit / 2**30:.1f} GiB are available; lower "
+        f"clients_per_round or {width_field}" + (", or use a method that sends rows (fedmf, colr, scolr) without "
+                                                 "quantization or encryption" if biggest.startswith(("dense", "quant", "encr"))
+                                                 else "") + f" (${MEMORY_ENV} sets the limit)")
+
+
+def check_fits(cfg: RunConfig, data: InteractionData, layout: str = "rows") -> None:
+    """Refuse, before training, a config this data set cannot hold or this machine's memory cannot run."""
     if cfg.clients_per_round > data.n_users:
         raise ConfigError(f"clients_per_round={cfg.clients_per_round} is invalid: {data.name} has only "
                           f"{data.n_users} users (allowed range 1..{data.n_users})")
+    check_memory(cfg, data, layout)
 
 
 class Simulation:
     """State of one run; `step()` plays one round. Kept small so tests can drive it round by round."""
 
-    def __init__(self, cfg: RunConfig, data: InteractionData, trainer=train_cohort):
-        """trainer: the local-training function; `loop_oracle.train_clients_loop` is the per-client baseline."""
-        check_fits(cfg, data)
+    def __init__(self, cfg: RunConfig, data: InteractionData, trainer=None, layout: str = "rows"):
+        """trainer: the local-training function (default: the batched one of the layout);
+        `loop_oracle.train_clients_loop` is the per-client baseline.
+        layout: "rows" (default) keeps each client's update by the rows it touched; "dense" is the former
+        clients x items layout (dense update tables, every message serialized), the same numbers, kept for
+        benchmarks/engine_full_participation.py and the equality tests."""
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout={layout!r}: allowed values are {', '.join(LAYOUTS)}")
+        check_fits(cfg, data, layout)
         use_threads()
-        self.trainer = trainer
+        if trainer is None:
+            if layout == "dense":
+                from .loop_oracle import train_cohort_dense as trainer
+            else:
+                trainer = train_cohort
+        self.trainer, self.layout = trainer, layout
         self.cfg, self.data = cfg, data
         self.method = make_method(cfg, data.n_items)
         self.sampler = S.NegativeSampler(data)
@@ -85,7 +163,7 @@ class Simulation:
         self.P = torch.randn(data.n_users, cfg.dim, generator=g) * std
         self.time_model = RoundTimeModel(cfg.bw_down, cfg.bw_up, cfg.r_comp, cfg.c_comp, cfg.bandwidth_tiers)
         self.tier = self.time_model.assign_tiers(data.n_users, S.round_rng(cfg.seed, S.SETUP, 1))
-        self.ledger = Ledger()
+        self.ledger = Ledger(every_message=layout == "dense")
         self.rows: list[dict] = []
         self.round = 0
         self.secure = make_secure_mod(cfg, data.n_items)  # None unless cfg.encryption is set
@@ -95,18 +173,20 @@ class Simulation:
     # --- one round --------------------------------------------------------
     def step(self) -> dict:
         cfg, t, data = self.cfg, self.round, self.data
-        clients = S.sample_clients(data.n_users, cfg.clients_per_round, S.round_rng(cfg.seed, t, S.STREAM_CLIENTS))
+        clients = S.round_clients(cfg.client_schedule, data.n_users, cfg.clients_per_round, cfg.seed, t)
         plan = S.plan_round(data, self.sampler, clients, cfg.num_negatives, cfg.local_epochs, cfg.batch_size,
                             cfg.seed, t)
         setup = self.method.setup_round(t, len(clients), _gen(cfg.seed, t, S.STREAM_METHOD))
         t0 = time.perf_counter()
         local = self.trainer(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, setup.lowrank)
         sec_local = time.perf_counter() - t0
+        if self.layout == "rows" and local.rows is None:  # a dense trainer (the loop oracle): keep its rows
+            local = LocalResult(local.p, None, None, local.loss_sum, local.n_samples, local.row_update())
 
         up = self.method.uplink(local, setup)
         up_sent, up_recv = quantize_wires(up, cfg.up_bits, cfg.quant_bucket, _gen(cfg.seed, t, S.STREAM_QUANT))
         if cfg.aggregation == "item_mean":
-            up_sent = up_sent + [item_mask_wire(local.touched)]
+            up_sent = up_sent + [item_mask_wire(local.rows if local.rows is not None else local.touched)]
         he = None
         if self.secure is None:
             up_bytes = self.ledger.record(t, "up", up_sent)
@@ -114,9 +194,14 @@ class Simulation:
         t1 = time.perf_counter()
         decoded = self.method.decode_uplink({w.name: w for w in up_recv}, setup)
         if self.secure is None:
-            agg = aggregate(decoded, cfg.aggregation, fedavg_weights(torch.from_numpy(plan.n_pos)), local.touched)
+            touched = None if isinstance(decoded, RowUpdate) else local.touched_dense()
+            agg = aggregate(decoded, cfg.aggregation, fedavg_weights(torch.from_numpy(plan.n_pos)), touched,
+                            self.method.layout)
         else:  # encrypted / masked sum; the mod records the protected uplink in the ledger
-            he = self.secure.aggregate(t, up_sent, up_recv, decoded, plan.n_pos, local.touched, setup, self.ledger)
+            if isinstance(decoded, RowUpdate):  # the protocols work on each client's dense vector
+                decoded = decoded.dense()
+            he = self.secure.aggregate(t, up_sent, up_recv, decoded, plan.n_pos, local.touched_dense(), setup,
+                                       self.ledger)
             agg, up_bytes = he.aggregate, he.up_bytes
         down = self.method.downlink(agg, setup)
         down_sent, down_recv = quantize_wires(down, cfg.down_bits, cfg.quant_bucket,
@@ -127,6 +212,8 @@ class Simulation:
                       else self.secure.record_down(self.ledger, t, down_sent, he, len(clients)))
         self.P[clients] = local.p
         if self.keep_view:
+            if isinstance(decoded, RowUpdate):
+                decoded = decoded.dense()
             self.view = {"plan": plan, "decoded": decoded, "up_sent": up_sent, "aggregate": agg,
                          "secure": he.view if he else None}
 
@@ -158,7 +245,12 @@ class Simulation:
                                           self.tier[plan.clients], t_server)
 
     def _effective_rank(self, local, setup) -> dict:
-        return effective_rank_stats(local.update, None if setup.lowrank is None else setup.lowrank.B)
+        right = None if setup.lowrank is None else setup.lowrank.B
+        if local.rows is None:
+            return effective_rank_stats(local.update, right)
+        if local.rows.n_clients * local.rows.n_items * local.rows.width <= _DENSE_RANK_LIMIT:
+            return effective_rank_stats(local.rows.dense(), right)  # small: the dense computation, same bits
+        return rank_stats_rows(local.rows, right)
 
     def evaluate(self) -> tuple[float, float]:
         return hit_ratio_ndcg(self.P, self.Q, self.data.test_items, self.data.test_negatives, self.cfg.top_k)
@@ -179,6 +271,47 @@ class Simulation:
 
         table = pd.DataFrame(self.rows).reindex(columns=list(ROUND_COLUMNS))
         return Result(self.cfg, table, self.ledger.frame(), self.data.notes, complete)
+
+
+# Effective rank from the dense (M, N, k) update up to this many values (CoLR at the paper's cohort: cheap, and
+# the very numbers of the stored results); from the touched rows beyond (FedMF d=64: 5x less work).
+_DENSE_RANK_LIMIT = 1 << 22
+
+
+def rank_stats_rows(rows: RowUpdate, right: torch.Tensor | None = None) -> dict[str, float]:
+    """`effective_rank_stats` of the cohort's updates from their touched rows.
+
+    The centred covariance of client u's (N, k) update is sum over touched rows of (x - mu)(x - mu)^T plus
+    (N - n_u) mu mu^T for the untouched (zero) rows, mu the column means. Float64 throughout; N90 / N99 as
+    the dense computation, the entropy rank equal to ~1e-8 relative (it takes square roots of eigenvalues
+    that are rounding noise when the update has rank < k).
+    """
+    from ..metrics.effective_rank import components_for, entropy_rank
+
+    M, N, k = rows.shape
+    X = rows.values.to(torch.float64)
+    ptr = rows.indptr
+    cov = torch.zeros(M, k, k, dtype=torch.float64)
+    for m in range(M):
+        Xm = X[int(ptr[m]): int(ptr[m + 1])]
+        mu = Xm.sum(0) / N
+        Xc = Xm - mu
+        cov[m] = Xc.T @ Xc + (N - Xm.shape[0]) * torch.outer(mu, mu)
+    if right is not None:
+        R = right.to(torch.float64)
+        cov = R @ cov @ R.T
+    evals = torch.linalg.eigvalsh(cov).flip(-1).clamp(min=0)
+    total = evals.sum(-1, keepdim=True)
+    ratios = torch.where(total > 0, evals / torch.where(total > 0, total, torch.ones_like(total)),
+                         torch.full_like(evals, math.nan))
+    ok = ~torch.isnan(ratios[:, 0])
+    if not ok.any():
+        return {k: math.nan for k in ("n90_mean", "n90_std", "n99_mean", "n99_std", "erank_mean")}
+    r = ratios[ok]
+    n90, n99 = components_for(r, 0.90).double(), components_for(r, 0.99).double()
+    std = (lambda t: float(t.std(unbiased=False)))  # noqa: E731
+    return {"n90_mean": float(n90.mean()), "n90_std": std(n90), "n99_mean": float(n99.mean()), "n99_std": std(n99),
+            "erank_mean": float(entropy_rank(r).mean())}
 
 
 def save_checkpoint(sim, folder: Path) -> None:

@@ -12,18 +12,29 @@ Update rule, as in the CoLR reference code (embeddings with
 multiplied by the batch size, L2 on the embeddings the batch uses): every
 row a batch touches moves by `lr` times the *mean over its occurrences* of
 its per-sample gradient. Closed-form gradients, one batched step for all
-clients, rows addressed as client * n_items + item: no Python loop over
-clients. `loop_oracle.py` computes the same thing client by client with
-autograd, as a test oracle and the benchmark baseline.
+clients, no Python loop over clients.
+
+Rows are the (client, item) pairs the cohort touches, and nothing else: a
+client's update is zero on every item outside its positives and sampled
+negatives, so the result is a `RowUpdate` (the touched rows, sorted by client
+then item) and memory and time grow with the interactions touched, not with
+clients x items. `loop_oracle.py` computes the same thing client by client with
+autograd (test oracle) and keeps the former dense layout (benchmark baseline).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import torch
 
 from .sampling import RoundPlan
+
+# inv_count by one bincount over (row, item) when it has at most this many bins; by a per-row sort otherwise
+_BINCOUNT_LIMIT = 1 << 24
+# Q rows gathered for all steps at once up to this many floats; step by step beyond (full participation)
+_GATHER_ALL_LIMIT = 1 << 25
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,12 +47,80 @@ class LowRank:
 
 
 @dataclass(frozen=True, eq=False)
+class RowUpdate:
+    """Per-client updates of an (N, width) table, stored by the rows the clients touched.
+
+    Row j is client `client[j]`'s update of item `item[j]`; rows are sorted by client, then item,
+    and `indptr[m]:indptr[m + 1]` are client m's. Every other (client, item) row is exactly zero.
+    """
+
+    n_clients: int
+    n_items: int
+    client: torch.Tensor  # (R,) int64
+    item: torch.Tensor  # (R,) int64
+    values: torch.Tensor  # (R, width)
+
+    @property
+    def width(self) -> int:
+        return int(self.values.shape[1])
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return self.n_clients, self.n_items, self.width
+
+    @cached_property
+    def indptr(self) -> np.ndarray:
+        return np.searchsorted(self.client.numpy(), np.arange(self.n_clients + 1)).astype(np.int64)
+
+    def with_values(self, values: torch.Tensor) -> "RowUpdate":
+        return RowUpdate(self.n_clients, self.n_items, self.client, self.item, values)
+
+    def dense(self, clients: slice | None = None) -> torch.Tensor:
+        """The (M, N, width) table (or clients[lo:hi] of it): for small cohorts, tests and the dense codecs."""
+        lo, hi = (0, self.n_clients) if clients is None else (clients.start or 0, clients.stop)
+        a, b = int(self.indptr[lo]), int(self.indptr[hi])
+        out = self.values.new_zeros(hi - lo, self.n_items, self.width)
+        out.view(-1, self.width)[(self.client[a:b] - lo) * self.n_items + self.item[a:b]] = self.values[a:b]
+        return out
+
+    def touched(self) -> torch.Tensor:
+        """(M, N) bool: the rows that exist."""
+        t = torch.zeros(self.n_clients * self.n_items, dtype=torch.bool)
+        t[self.client * self.n_items + self.item] = True
+        return t.view(self.n_clients, self.n_items)
+
+    def item_counts(self) -> torch.Tensor:
+        """(N,) how many clients touched each item."""
+        return torch.bincount(self.item, minlength=self.n_items)
+
+    @staticmethod
+    def from_dense(update: torch.Tensor, touched: torch.Tensor) -> "RowUpdate":
+        """The rows of `touched` (M, N) from a dense (M, N, width) update (zero elsewhere)."""
+        M, N = touched.shape
+        flat = torch.nonzero(touched.reshape(-1)).squeeze(1)
+        return RowUpdate(M, N, flat // N, flat % N, update.reshape(M * N, -1).index_select(0, flat))
+
+
+@dataclass(frozen=True, eq=False)
 class LocalResult:
+    """What local training produced. The batched trainer fills `rows`; the dense layouts (loop oracle, the
+    former engine kept for benchmarks) fill `update` and `touched`. Either gives the other on demand."""
+
     p: torch.Tensor  # (M, d) user embeddings after training (stay on the device)
-    update: torch.Tensor  # (M, N, d) item-table update D, or (M, N, r) low-rank A
-    touched: torch.Tensor  # (M, N) bool: items in the client's local samples
+    update: torch.Tensor | None  # (M, N, d) item-table update D, or (M, N, r) low-rank A; None if `rows`
+    touched: torch.Tensor | None  # (M, N) bool: items in the client's local samples; None if `rows`
     loss_sum: float
     n_samples: int
+    rows: RowUpdate | None = None  # the same update by touched rows
+
+    def row_update(self) -> RowUpdate:
+        return self.rows if self.rows is not None else RowUpdate.from_dense(self.update, self.touched)
+
+    def dense_update(self) -> torch.Tensor:
+        return self.update if self.update is not None else self.rows.dense()
+
+    def touched_dense(self) -> torch.Tensor:
+        return self.touched if self.touched is not None else self.rows.touched()
 
 
 def touched_items(plan: RoundPlan, n_items: int) -> torch.Tensor:
@@ -50,50 +129,64 @@ def touched_items(plan: RoundPlan, n_items: int) -> torch.Tensor:
     return t.view(plan.n_clients, n_items)
 
 
-def _active_rows(plan: RoundPlan, n_items: int):
-    """Inputs of every (step, active client) pair, stacked as rows in step order.
+def touched_rows(plan: RoundPlan, n_items: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The distinct (client, item) pairs of the round's samples, sorted, as keys client * N + item, and
+    each sample's row among them."""
+    keys = torch.from_numpy(plan.sample_client * n_items + plan.sample_item)
+    uniq, inverse = torch.unique(keys, sorted=True, return_inverse=True)
+    return uniq, inverse
 
-    Clients are reordered by `order` (most local steps first) so that the
-    clients active at step t are a prefix; rows offsets[t]:offsets[t+1] are step
-    t. Padding slots point to a sink row M*N. For every slot, 1 / (occurrences of
-    its row in the same batch): the per-row mean of the reference's
-    `scale_grad_by_freq` embeddings.
-    """
-    M, T = plan.n_clients, plan.steps.shape[0]
-    order = np.argsort(-plan.n_steps, kind="stable")
-    n_active = (plan.n_steps[order][None, :] > np.arange(T)[:, None]).sum(1)
-    offsets = np.concatenate([[0], np.cumsum(n_active)])
-    row_t = np.repeat(np.arange(T), n_active)
-    row_m = np.arange(offsets[-1]) - offsets[row_t]  # position in `order`
-    steps = plan.steps[row_t, order[row_m]]  # (R, B)
-    valid = steps >= 0
-    idx = np.where(valid, steps, 0)
-    items = plan.sample_item[idx]
-    keys = np.where(valid, row_m[:, None] * n_items + items, M * n_items)
-    batch_key = (np.arange(steps.shape[0])[:, None] * n_items + items)[valid]
-    counts = np.bincount(batch_key, minlength=steps.shape[0] * n_items)
-    inv_count = np.zeros(steps.shape, dtype=np.float32)
-    inv_count[valid] = 1.0 / counts[batch_key]
-    return order, n_active, offsets, items, plan.sample_label[idx], valid, keys, inv_count
+
+def _inv_counts(items: np.ndarray, valid: np.ndarray, n_items: int) -> np.ndarray:
+    """1 / (occurrences of each slot's item in the same batch row), 0 on padding: the per-row mean of the
+    reference's `scale_grad_by_freq` embeddings (a batch row is one client's, so item = its row)."""
+    R, Bs = items.shape
+    inv = np.zeros(items.shape, dtype=np.float32)
+    if R * n_items <= _BINCOUNT_LIMIT:
+        batch_key = (np.arange(R)[:, None] * n_items + items)[valid]
+        inv[valid] = 1.0 / np.bincount(batch_key, minlength=R * n_items)[batch_key]
+        return inv
+    k = torch.from_numpy(np.where(valid, items, n_items))
+    s, perm = torch.sort(k, dim=1, stable=True)
+    new_run = torch.ones_like(s, dtype=torch.bool)
+    new_run[:, 1:] = s[:, 1:] != s[:, :-1]
+    run = torch.cumsum(new_run.reshape(-1), 0) - 1
+    counts = torch.bincount(run)[run].view(R, Bs).to(torch.float32)
+    c = torch.empty_like(counts)
+    c.scatter_(1, perm, counts)
+    inv[valid] = (1.0 / c.numpy())[valid]
+    return inv
 
 
 def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,
                  lowrank: LowRank | None = None) -> LocalResult:
     M, (N, d) = plan.n_clients, Q.shape
     width = d if lowrank is None else lowrank.B.shape[1]
-    order, n_active, offsets, items, labels, valid, keys, inv_count = _active_rows(plan, N)
+    uniq, row_of_sample = touched_rows(plan, N)
+    U = int(uniq.shape[0])  # rows the cohort touches; row U is the padding sink
+    order, n_active, offsets = plan.order, plan.n_active, plan.offsets
+    slots = plan.slots
+    valid = slots >= 0
+    idx = np.where(valid, slots, 0)
+    items = plan.sample_item[idx]
+    keys_np = np.where(valid, row_of_sample.numpy()[idx], U)
+    inv_count = _inv_counts(items, valid, N)
     dt = Q.dtype
     vf = torch.from_numpy(valid).to(dt)
-    # Q is frozen during local training: gather every step's rows at once. Padding slots read a
-    # zero row and get label sigmoid(0) = 0.5, so their gradient is exactly 0 without masking.
-    flat_items = torch.from_numpy(np.where(valid, items, N)).reshape(-1)
-    Qi = torch.cat([Q, Q.new_zeros(1, d)]).index_select(0, flat_items).view(*items.shape, d)
-    labels = torch.where(torch.from_numpy(valid), torch.from_numpy(labels).to(dt), torch.tensor(0.5, dtype=dt))
-    keys = torch.from_numpy(keys)
+    # Q is frozen during local training: gather every step's rows at once (or step by step for very large
+    # cohorts). Padding slots read a zero row and get label sigmoid(0) = 0.5, so their gradient is exactly 0.
+    flat_items = torch.from_numpy(np.where(valid, items, N))
+    Qpad = torch.cat([Q, Q.new_zeros(1, d)])
+    gather_all = flat_items.numel() * d <= _GATHER_ALL_LIMIT
+    Qi_all = Qpad.index_select(0, flat_items.reshape(-1)).view(*items.shape, d) if gather_all else None
+    labels = torch.where(torch.from_numpy(valid), torch.from_numpy(plan.sample_label[idx]).to(dt),
+                         torch.tensor(0.5, dtype=dt))
+    keys = torch.from_numpy(keys_np)
     step_scale = torch.from_numpy(inv_count).to(dt) * -lr  # per-row mean over occurrences, times the SGD step
     inv_nv = (1.0 / vf.sum(1).clamp(min=1))[:, None]  # (R, 1)
-    W = torch.zeros(M * N + 1, width, dtype=dt)  # D rows or A rows per (client, item); last row: padding sink
-    p = p0[torch.from_numpy(order)].clone()
+    W = torch.zeros(U + 1, width, dtype=dt)  # D rows or A rows per touched (client, item); last row: padding sink
+    order_t = torch.from_numpy(order)
+    p = p0[order_t].clone()
     two_wd = 2.0 * weight_decay
     logits = torch.zeros(labels.shape, dtype=dt)
     if lowrank is not None:
@@ -101,13 +194,16 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
         #   x = p.q + (B^T p).a,   dL/da = B^T (g p + 2 wd e) = g B^T p + 2 wd (B^T q + B^T B a)
         B = lowrank.B.to(dt)
         BtB = B.T @ B
-        QB = Qi @ B  # (R, Bs, r): B^T q for every slot, once
-        row_scale = (lowrank.col_mask * lowrank.grad_scale[:, None]).to(dt)[torch.from_numpy(order)][:, None, :]
+        QB_all = Qi_all @ B if gather_all else None  # (R, Bs, r): B^T q for every slot, once
+        row_scale = (lowrank.col_mask * lowrank.grad_scale[:, None]).to(dt)[order_t][:, None, :]
     for t in range(len(n_active)):
         a, r0, r1 = int(n_active[t]), int(offsets[t]), int(offsets[t + 1])
+        if a == 0:
+            continue
         kt = keys[r0:r1].reshape(-1)
         rows = W.index_select(0, kt).view(a, -1, width)  # index_select: much faster than W[kt] on CPU
-        pa, qt = p[:a], Qi[r0:r1]
+        pa = p[:a]
+        qt = Qi_all[r0:r1] if gather_all else Qpad.index_select(0, flat_items[r0:r1].reshape(-1)).view(a, -1, d)
         if lowrank is None:
             e = qt + rows
             x = torch.einsum("mbd,md->mb", e, pa)
@@ -121,8 +217,9 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
             ge = torch.einsum("mb,mbd->md", g, e)
             h = torch.einsum("mb,md->mbd", g, pa).add_(e, alpha=two_wd)
         else:
+            qb = QB_all[r0:r1] if gather_all else qt @ B
             ge = torch.einsum("mb,mbd->md", g, qt) + torch.einsum("mb,mbr->mr", g, rows) @ B.T
-            h = torch.einsum("mb,mr->mbr", g, Bp).add_(QB[r0:r1] + rows @ BtB, alpha=two_wd).mul_(row_scale[:a])
+            h = torch.einsum("mb,mr->mbr", g, Bp).add_(qb + rows @ BtB, alpha=two_wd).mul_(row_scale[:a])
         grad_p = ge.mul_(inv_nv[r0:r1]).add_(pa, alpha=two_wd)
         h.mul_(step_scale[r0:r1, :, None])
         # scatter_add_ (not index_add_, several times slower here); -lr is folded into step_scale
@@ -130,5 +227,5 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
         pa.sub_(grad_p, alpha=lr)
     loss_sum = float(((torch.nn.functional.softplus(logits) - labels * logits) * vf).sum())
     back = torch.from_numpy(np.argsort(order))
-    update = W[: M * N].view(M, N, width)[back]
-    return LocalResult(p[back], update, touched_items(plan, N), loss_sum, int(vf.sum()))
+    rows = RowUpdate(M, N, uniq // N, uniq % N, W[:U])
+    return LocalResult(p[back], None, None, loss_sum, int(vf.sum()), rows)

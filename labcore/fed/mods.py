@@ -12,6 +12,7 @@ import torch
 
 from ..methods.base import FLOAT_KINDS, Wire
 from ..methods.quantize import dequantize, pack_codes, packed_bytes, quantize
+from .local_train import RowUpdate
 
 
 def quantize_wires(wires: list[Wire], bits: int, bucket: int, gen: torch.Generator) -> tuple[list[Wire], list[Wire]]:
@@ -24,22 +25,29 @@ def quantize_wires(wires: list[Wire], bits: int, bucket: int, gen: torch.Generat
             sent.append(w)
             received.append(w)
             continue
-        levels, signs, norms = quantize(w.data, bits, bucket, gen)
-        received.append(w.with_data(dequantize(levels, signs, norms, bits, bucket, tuple(w.data.shape))))
+        data = w.dense()  # the quantizer draws a random number per value of the (M, n) payload
+        levels, signs, norms = quantize(data, bits, bucket, gen)
+        received.append(w.with_data(dequantize(levels, signs, norms, bits, bucket, tuple(data.shape))))
         packed = torch.from_numpy(pack_codes(levels.numpy(), signs.numpy(), bits))
-        n = w.lengths if w.lengths is not None else np.full(w.data.shape[0], w.data.shape[1])
+        n = w.lengths if w.lengths is not None else np.full(data.shape[0], data.shape[1])
         sent.append(Wire(w.name + ".codes", "codes", packed, packed_bytes(n, bits)))
         sent.append(Wire(w.name + ".scales", "scales", norms, -(-n // bucket) if w.lengths is not None else None))
     return sent, received
 
 
-def item_mask_wire(touched: torch.Tensor) -> Wire:
+def item_mask_wire(touched: torch.Tensor | RowUpdate) -> Wire:
     """Which items a client trained on, as a bitmap: per-item normalisation needs it (the CoLR
-    reference sends it too, encrypted). 1 bit per item."""
+    reference sends it too, encrypted). 1 bit per item. `touched`: (M, N) bool, or the touched rows."""
+    if isinstance(touched, RowUpdate):  # set the bits straight from the rows, without an (M, N) bool table
+        M, N = touched.n_clients, touched.n_items
+        packed = np.zeros((M, -(-N // 8)), dtype=np.uint8)
+        item = touched.item.numpy()
+        np.bitwise_or.at(packed, (touched.client.numpy(), item >> 3), (1 << (item & 7)).astype(np.uint8))
+        return Wire("item_mask", "meta", torch.from_numpy(packed))
     packed = np.packbits(touched.numpy(), axis=1, bitorder="little")
     return Wire("item_mask", "meta", torch.from_numpy(packed))
 
 
 def wire_values(wires: list[Wire]) -> int:
     """How many scalars the server aggregates (for the calibrated server-time model)."""
-    return int(sum(math.prod(w.data.shape) for w in wires if w.kind in FLOAT_KINDS))
+    return int(sum(math.prod(w.shape) for w in wires if w.kind in FLOAT_KINDS))

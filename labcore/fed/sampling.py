@@ -8,6 +8,7 @@ what an uninterrupted one would, with no RNG state to checkpoint.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -24,6 +25,23 @@ def round_rng(seed: int, round_idx: int, stream: int) -> np.random.Generator:
 def sample_clients(n_users: int, m: int, rng: np.random.Generator) -> np.ndarray:
     """M users uniformly without replacement (sorted, so order carries no information)."""
     return np.sort(rng.choice(n_users, size=m, replace=False)).astype(np.int64)
+
+
+def rotating_clients(n_users: int, m: int, seed: int, round_idx: int) -> np.ndarray:
+    """The CoLR authors' schedule: the users shuffled once (seeded), then M of that list a round in turn,
+    wrapping around, so every user trains once every n_users / M rounds (sorted like `sample_clients`)."""
+    perm = round_rng(seed, SETUP, STREAM_CLIENTS).permutation(n_users)
+    start = (round_idx * m) % n_users
+    return np.sort(perm[(start + np.arange(m)) % n_users]).astype(np.int64)
+
+
+def round_clients(schedule: str, n_users: int, m: int, seed: int, round_idx: int) -> np.ndarray:
+    """The cohort of round `round_idx`: "uniform" (fresh uniform draw, the FedAvg default) or "rotating"."""
+    if schedule == "rotating":
+        return rotating_clients(n_users, m, seed, round_idx)
+    if schedule == "uniform":
+        return sample_clients(n_users, m, round_rng(seed, round_idx, STREAM_CLIENTS))
+    raise ValueError(f"client_schedule={schedule!r}: allowed values are uniform, rotating")
 
 
 class NegativeSampler:
@@ -60,17 +78,54 @@ class NegativeSampler:
 
 @dataclass(frozen=True, eq=False)
 class RoundPlan:
+    """What the cohort trains on in one round.
+
+    The batch schedule is stored by its active (step, client) rows only: clients ordered by their
+    number of local steps (most first, `order`), so the clients still training at step t are a
+    prefix; rows offsets[t]:offsets[t+1] are step t and `slots[row]` are that row's sample indices
+    (-1 = padding). `steps` is the same schedule as a dense (T, M, B) array, for the per-client
+    loop oracle and tests: it is clients x steps x batch, so the batched engine never builds it.
+    """
+
     clients: np.ndarray  # (M,) user ids
     n_pos: np.ndarray  # (M,) training positives per client (N_u in Eq. 2)
     sample_client: np.ndarray  # (S,) local client index 0..M-1 of each sample
     sample_item: np.ndarray  # (S,)
     sample_label: np.ndarray  # (S,) float32 1 = positive
-    steps: np.ndarray  # (T, M, B) sample index or -1: step t of client m uses these samples
     n_steps: np.ndarray  # (M,) local steps of each client (E * batches per epoch)
+    order: np.ndarray  # (M,) clients by decreasing n_steps (stable)
+    n_active: np.ndarray  # (T,) clients still training at step t
+    offsets: np.ndarray  # (T + 1,) first row of step t
+    slots: np.ndarray  # (R, B) sample index or -1, R = sum of n_steps
 
     @property
     def n_clients(self) -> int:
         return int(self.clients.shape[0])
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.slots.shape[1])
+
+    @cached_property
+    def steps(self) -> np.ndarray:
+        """(T, M, B) sample index or -1: step t of client m uses these samples (dense; for the loop oracle)."""
+        T, B = self.n_active.shape[0], self.slots.shape[1]
+        steps = np.full((T, self.n_clients, B), -1, dtype=np.int64)
+        row_t = np.repeat(np.arange(T), self.n_active)
+        row_m = np.arange(self.offsets[-1]) - self.offsets[row_t]
+        steps[row_t, self.order[row_m]] = self.slots
+        return steps
+
+
+def schedule_rows(n_steps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """order, n_active (T,), offsets (T + 1,) and each client's position in `order` for a step count per client."""
+    T = max(int(n_steps.max(initial=0)), 1)
+    order = np.argsort(-n_steps, kind="stable")
+    n_active = (n_steps[order][None, :] > np.arange(T)[:, None]).sum(1) if len(n_steps) else np.zeros(T, np.int64)
+    offsets = np.concatenate([[0], np.cumsum(n_active)]).astype(np.int64)
+    position = np.empty_like(order)
+    position[order] = np.arange(order.shape[0])
+    return order, n_active, offsets, position
 
 
 def plan_round(data: InteractionData, sampler: NegativeSampler, clients: np.ndarray, num_negatives: int,
@@ -92,12 +147,14 @@ def plan_round(data: InteractionData, sampler: NegativeSampler, clients: np.ndar
     s_label = is_pos.astype(np.float32)
 
     n_batches = -(-per_client // batch_size)  # ceil
-    n_steps = n_batches * epochs
-    steps = np.full((max(int(n_steps.max(initial=0)), 1), m, batch_size), -1, dtype=np.int64)
+    n_steps = (n_batches * epochs).astype(np.int64)
+    order, n_active, offsets, position = schedule_rows(n_steps)
+    slots = np.full((int(offsets[-1]), batch_size), -1, dtype=np.int64)
     rng = round_rng(seed, round_idx, STREAM_SHUFFLE)
     for e in range(epochs):  # a loop over epochs (2), not over clients
         # a per-client random permutation: sort samples by client + a random fraction
         perm = np.argsort(s_client + rng.random(total))
         step = e * n_batches[s_client] + local_pos // batch_size
-        steps[step, s_client, local_pos % batch_size] = perm
-    return RoundPlan(clients, counts.astype(np.int64), s_client, s_item, s_label, steps, n_steps.astype(np.int64))
+        slots[offsets[step] + position[s_client], local_pos % batch_size] = perm
+    return RoundPlan(clients, counts.astype(np.int64), s_client, s_item, s_label, n_steps, order, n_active,
+                     offsets, slots)

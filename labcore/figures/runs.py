@@ -3,7 +3,8 @@
 Any topic whose cards are built on the core engine (`RunConfig`) trains them
 here: `run_all(cfgs)` (one after the other, cached by config key) and
 `train_parallel(cfgs, jobs)` (`labcore figure ... --jobs 2`: the union of the
-cards' runs, each config once, longest first). The time each full-size run took
+cards' runs, each config once, longest first); `train_ray(cfgs, address)` does the same on a Ray cluster
+(`--backend ray`, labcore.scale). The time each full-size run took
 is logged in `results/run_times.csv`.
 """
 from __future__ import annotations
@@ -123,6 +124,22 @@ def train_parallel(cfgs: list[RunConfig], jobs: int, progress: bool = True) -> i
                       f"{(timing or {}).get('seconds', 0):.0f} s  (elapsed {time.perf_counter() - t0:.0f} s)",
                       file=sys.stderr, flush=True)
     return len(order)
+
+
+def train_ray(cfgs: list[RunConfig], address: str | None = None, num_cpus: int | None = None,
+              progress: bool = True) -> int:
+    """`train_parallel` on a Ray cluster (`labcore figure ... --backend ray [--address ...]`; needs labcore[scale]).
+
+    A local cluster with `num_cpus` CPUs by default, or the one at `address`; each run is a Ray task (one
+    engine thread), longest first, and its result lands in this machine's run cache. Returns how many ran.
+    """
+    from ..scale.ray_runs import train_ray as _train_ray
+
+    def record(cfg, final, timing):
+        if timing:
+            RUN_SECONDS[cfg.key()] = timing
+
+    return _train_ray(cfgs, address=address, num_cpus=num_cpus, progress=progress, on_done=record)
 
 
 def run_all(cfgs: list[RunConfig], progress: bool = False) -> list:

@@ -10,7 +10,10 @@ variant overrides one step instead of copying the loop.
 
 Everything that crosses the network is a `Wire`: one named part for the whole
 cohort, row m being client m's payload (a valid prefix of `lengths[m]` values
-when clients send different sizes, as in SCoLR).
+when clients send different sizes, as in SCoLR). A dense update (FedMF's
+Delta Q, CoLR's A) is held by the rows the clients touched (`RowBlock`): the
+payload is the same (M, n) array, zero elsewhere, and it is charged in full by
+the ledger, but nothing clients x items large is materialised.
 """
 from __future__ import annotations
 
@@ -20,21 +23,57 @@ import numpy as np
 import torch
 
 from ..config import RunConfig
-from ..fed.local_train import LocalResult, LowRank
+from ..fed.local_train import LocalResult, LowRank, RowUpdate
 
 FLOAT_KINDS = ("values", "factors")  # parts a quantizer may encode
+LAYOUTS = ("item", "factor")
+
+
+@dataclass(frozen=True, eq=False)
+class RowBlock:
+    """An (M, N * k) wire payload held by the rows the clients touched (every other value is zero).
+
+    Client m's row flattens its (N, k) table item-major (`layout="item"`: value (i, j) at i * k + j, FedMF's
+    Delta Q) or factor-major (`"factor"`: at j * N + i, CoLR's A sent column by column).
+    """
+
+    update: RowUpdate
+    layout: str = "item"
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        M, N, k = self.update.shape
+        return M, N * k
+
+    def dense(self, clients: slice | None = None) -> torch.Tensor:
+        X = self.update.dense(clients)
+        X = X.transpose(1, 2) if self.layout == "factor" else X
+        return X.reshape(X.shape[0], -1)
 
 
 @dataclass(frozen=True, eq=False)
 class Wire:
     name: str
     kind: str  # a labcore.net.message kind
-    data: torch.Tensor  # (M, n) for uplink (one row per client), (1, n) for the broadcast
+    data: torch.Tensor | None  # (M, n) for uplink (one row per client), (1, n) for the broadcast; None if `rows`
     lengths: np.ndarray | None = None  # valid prefix per row; None = the whole row
     bits_per_value: int | None = None  # theoretical width if not the dtype's (e.g. a 1-bit mask)
+    rows: RowBlock | None = None  # the same payload by touched rows
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return tuple(self.data.shape) if self.data is not None else self.rows.shape
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.data.dtype if self.data is not None else self.rows.update.values.dtype
+
+    def dense(self) -> torch.Tensor:
+        """The (M, n) payload as one tensor (for the quantizer and encryption; clients x n large)."""
+        return self.data if self.data is not None else self.rows.dense()
 
     def row(self, m: int) -> np.ndarray:
-        r = self.data[m].numpy()
+        r = (self.data[m] if self.data is not None else self.rows.dense(slice(m, m + 1))[0]).numpy()
         return r if self.lengths is None else r[: int(self.lengths[m])]
 
     def with_data(self, data: torch.Tensor) -> "Wire":
@@ -54,6 +93,7 @@ class FedMF:
     """Federated MF: clients send their full item-table update (CoLR Eq. 2 and 5)."""
 
     name = "fedmf"
+    layout = "item"  # how the dense decode laid the cohort's updates out (the aggregate's summation order)
 
     def __init__(self, cfg: RunConfig, n_items: int):
         self.cfg, self.n_items, self.d = cfg, n_items, cfg.dim
@@ -74,12 +114,21 @@ class FedMF:
         """Compressors also compress the downlink unless compress_down is off."""
         return self if self.cfg.compress_down else FedMF(self.cfg, self.n_items)
 
+    def _row_codec(self) -> bool:
+        """Whether this method's uplink is the update itself (FedMF), so it can travel by rows."""
+        return type(self).encode is FedMF.encode
+
     # client -> server
     def uplink(self, local: LocalResult, setup: RoundSetup) -> list[Wire]:
-        return self.encode(local.update)
+        if local.rows is not None and self._row_codec():
+            return [Wire("delta_Q", "values", None, rows=RowBlock(local.rows, "item"))]
+        return self.encode(local.dense_update())
 
-    def decode_uplink(self, wires: dict[str, Wire], setup: RoundSetup) -> torch.Tensor:
-        """Per-client updates in the space the server averages: (M, N, k)."""
+    def decode_uplink(self, wires: dict[str, Wire], setup: RoundSetup) -> torch.Tensor | RowUpdate:
+        """Per-client updates in the space the server averages: (M, N, k), or a RowUpdate when sent by rows."""
+        w = wires.get("delta_Q")
+        if w is not None and w.rows is not None:
+            return w.rows.update
         return self.decode(wires)
 
     # server -> clients

@@ -16,8 +16,8 @@ import math
 import numpy as np
 import torch
 
-from ..fed.local_train import LocalResult, LowRank
-from .base import FedMF, RoundSetup, Wire
+from ..fed.local_train import LocalResult, LowRank, RowUpdate
+from .base import FedMF, RoundSetup, RowBlock, Wire
 
 
 def draw_B(kind: str, d: int, r: int, gen: torch.Generator) -> torch.Tensor:
@@ -37,6 +37,7 @@ def draw_B(kind: str, d: int, r: int, gen: torch.Generator) -> torch.Tensor:
 
 class CoLR(FedMF):
     name = "colr"
+    layout = "factor"  # A travels column by column: the dense decode was (M, r, N) seen as (M, N, r)
 
     def _ranks(self, n_clients: int, gen: torch.Generator) -> np.ndarray:
         return np.full(n_clients, self.cfg.rank)
@@ -54,6 +55,8 @@ class CoLR(FedMF):
         return RoundSetup(LowRank(B, mask, scale), seed, {"order": order, "ranks": ranks})
 
     def uplink(self, local: LocalResult, setup: RoundSetup) -> list[Wire]:
+        if local.rows is not None:
+            return self._uplink_rows(local.rows, setup)
         A = local.update  # (M, N, r)
         order, ranks = setup.extra["order"], setup.extra["ranks"]
         if not (ranks < self.cfg.rank).any():  # CoLR: every client sends all columns in B's order
@@ -65,7 +68,28 @@ class CoLR(FedMF):
             wires.append(Wire("S", "indices", order.to(torch.uint8), ranks))
         return wires
 
-    def decode_uplink(self, wires: dict[str, Wire], setup: RoundSetup) -> torch.Tensor:
+    def _uplink_rows(self, rows: RowUpdate, setup: RoundSetup) -> list[Wire]:
+        """The same parts as `uplink`, by touched rows: each row's r values in the client's column order."""
+        order, ranks = setup.extra["order"], setup.extra["ranks"]
+        if not (ranks < self.cfg.rank).any():
+            return [Wire("A", "factors", None, rows=RowBlock(rows, "factor"))]
+        compact = rows.values.gather(1, order[rows.client])
+        return [Wire("A", "factors", None, ranks * self.n_items, rows=RowBlock(rows.with_values(compact), "factor")),
+                Wire("S", "indices", order.to(torch.uint8), ranks)]
+
+    def _decode_rows(self, rows: RowUpdate, setup: RoundSetup) -> RowUpdate:
+        if not (setup.extra["ranks"] < self.cfg.rank).any():
+            return rows
+        order = setup.extra["order"][rows.client]
+        keep = torch.from_numpy(setup.extra["ranks"])[:, None] > torch.arange(self.cfg.rank)[None, :]
+        compact = rows.values * keep[rows.client].to(rows.values.dtype)  # beyond r_u nothing was sent
+        A = torch.zeros_like(compact)
+        A.scatter_(1, order, compact)  # S_u^T A_u: back to B's columns
+        return rows.with_values(A)
+
+    def decode_uplink(self, wires: dict[str, Wire], setup: RoundSetup) -> torch.Tensor | RowUpdate:
+        if wires["A"].rows is not None:
+            return self._decode_rows(wires["A"].rows.update, setup)
         order = setup.extra["order"]
         M = order.shape[0]
         compact = wires["A"].data.view(M, self.cfg.rank, self.n_items).transpose(1, 2)  # (M, N, r) in sent order

@@ -5,6 +5,12 @@ sign bit per value and a level l in 0..s per value with s = 2**bits - 1:
 Q(x_i) = ||x|| sgn(x_i) xi_i, xi_i = l/s or (l+1)/s with probabilities that
 make E[Q(x)] = x. Codes are packed to (bits + 1) bits per value for real, so
 the payload ledger measures the packed bytes.
+
+The same operator with k levels per unit norm over a whole vector (the report's
+form, used by the wireless topic): `quantize_levels` / `dequantize_levels`, its
+variance factor `qsgd_omega(d, k) = d / (4 k^2)` and its size by Eq. (5),
+`eq5_bits(d, k) = 32 + 2 d + d log2(k)`. Both forms draw their randomness in
+`stochastic_round`, so there is one quantizer in the lab.
 """
 from __future__ import annotations
 
@@ -23,6 +29,13 @@ def _buckets(x: torch.Tensor, bucket: int) -> tuple[torch.Tensor, int]:
     return flat.reshape(x.shape[0], -1, bucket), n
 
 
+def stochastic_round(ratio: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    """floor(r) + Bernoulli(r - floor(r)) for float64 r >= 0: Eq. (5)'s xi times k, unbiased."""
+    low = ratio.floor()
+    up = torch.rand(ratio.shape, generator=gen, dtype=torch.float64) < (ratio - low)
+    return low + up.to(torch.float64)
+
+
 def quantize(x: torch.Tensor, bits: int, bucket: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """x (M, ...) -> levels (M, n) int64, signs (M, n) bool, norms (M, n_buckets) float32."""
     if not 1 <= bits <= 32:
@@ -31,9 +44,7 @@ def quantize(x: torch.Tensor, bits: int, bucket: int, gen: torch.Generator) -> t
     xb, n = _buckets(x.to(torch.float64), bucket)
     norms = xb.norm(dim=-1, keepdim=True)
     ratio = (xb.abs() / torch.where(norms > 0, norms, torch.ones_like(norms))) * s
-    low = ratio.floor()
-    up = torch.rand(ratio.shape, generator=gen, dtype=torch.float64) < (ratio - low)
-    levels = (low + up.to(torch.float64)).clamp(max=s).to(torch.int64)
+    levels = stochastic_round(ratio, gen).clamp(max=s).to(torch.int64)
     M = x.shape[0]
     return levels.reshape(M, -1)[:, :n], (xb < 0).reshape(M, -1)[:, :n], norms.squeeze(-1).to(torch.float32)
 
@@ -76,3 +87,58 @@ def packed_bytes(n_values: np.ndarray | int, bits: int):
 def code_bits(n_values: int, bits: int, bucket: int) -> int:
     """Theoretical size: (bits + 1) per value plus a float32 norm per bucket."""
     return n_values * (bits + 1) + 32 * math.ceil(n_values / bucket)
+
+
+# --- the report's form: k levels per unit norm, one norm per vector (last axis) ----------------------------
+MAX_LEVELS_LOG2 = 24  # k up to 2^24: levels stay exact in float64 and int64
+
+
+def _check_levels(k: int) -> None:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= 2**MAX_LEVELS_LOG2:
+        raise ValueError(f"k={k!r} is invalid: the number of levels is an integer in 1..2^{MAX_LEVELS_LOG2}")
+
+
+def quantize_levels(x: torch.Tensor, k: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Eq. (4)-(5) along the last axis: x (..., d) -> levels (..., d) int64 in 0..k, signs (..., d) bool
+    (True = negative), norms (...) float32 (the 32-bit norm of Eq. (5)'s tuple)."""
+    _check_levels(k)
+    x = x.to(torch.float64)
+    norms = x.norm(dim=-1, keepdim=True)
+    ratio = x.abs() / torch.where(norms > 0, norms, torch.ones_like(norms)) * float(k)
+    levels = stochastic_round(ratio, gen).clamp(max=float(k)).to(torch.int64)
+    return levels, x < 0, norms.squeeze(-1).to(torch.float32)
+
+
+def dequantize_levels(levels: torch.Tensor, signs: torch.Tensor, norms: torch.Tensor, k: int) -> torch.Tensor:
+    """||x|| sgn(x_i) l_i / k in float64."""
+    sign = 1.0 - 2.0 * signs.to(torch.float64)
+    return norms.to(torch.float64)[..., None] * sign * levels.to(torch.float64) / float(k)
+
+
+def requantize(y: torch.Tensor, k: int, gen: torch.Generator) -> torch.Tensor:
+    """xi(y, k) of Eq. (5) for y in [0, 1]: the level (0..k) of an unbiased rounding of y to the grid 1/k."""
+    _check_levels(k)
+    return stochastic_round(y.to(torch.float64).clamp(0.0, 1.0) * float(k), gen).clamp(max=float(k)).to(torch.int64)
+
+
+def qsgd_omega(d: int, k: float) -> float:
+    """Variance factor of Eq. (4)-(5) (Property 2): E||Q(x) - x||^2 <= d / (4 k^2) ||x||^2; 0 for k = inf."""
+    return 0.0 if math.isinf(k) else d / (4.0 * float(k) ** 2)
+
+
+def eq5_bits(d: int, k: int) -> dict[str, float]:
+    """Eq. (5)'s accounting of one quantized vector: 32-bit norm, 2-bit signs, d log2(k) bits of levels."""
+    return {"norm": 32.0, "sign": 2.0 * d, "levels": d * math.log2(k)}
+
+
+def pack_uint(values: np.ndarray, width: int) -> np.ndarray:
+    """(M, n) unsigned integers < 2^width -> (M, ceil(n * width / 8)) uint8, fixed width, little endian bits."""
+    v = np.asarray(values, dtype=np.uint64)
+    planes = ((v[..., None] >> np.arange(width, dtype=np.uint64)) & np.uint64(1)).astype(np.uint8)
+    return np.packbits(planes.reshape(v.shape[0], -1), axis=1, bitorder="little")
+
+
+def unpack_uint(packed: np.ndarray, n: int, width: int) -> np.ndarray:
+    planes = np.unpackbits(packed, axis=1, bitorder="little")[:, : n * width]
+    planes = planes.reshape(packed.shape[0], n, width).astype(np.uint64)
+    return (planes << np.arange(width, dtype=np.uint64)).sum(axis=2, dtype=np.uint64).astype(np.int64)

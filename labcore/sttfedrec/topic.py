@@ -14,5 +14,6 @@ TOPIC = Topic(
     presets=".presets",
     exercises=".exercises",
     notebook="labs/07_split_learning.ipynb",
+    config=".config:from_dict",
     summary="The device keeps one tower, the server the other: payload, time and what obfuscated requests hide.",
 )

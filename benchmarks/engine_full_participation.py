@@ -1,0 +1,111 @@
+"""The engine's row layout against the former dense layout (clients x items tables), same config, same process.
+
+    python benchmarks/engine_full_participation.py                          # ML-1M, FedMF d=64 and CoLR@4, every user
+    python benchmarks/engine_full_participation.py --dataset pinterest --methods colr
+    python benchmarks/engine_full_participation.py --clients 60 --rounds 20 # the paper's cohort, 20 rounds each
+    python benchmarks/engine_full_participation.py --full                  # the 1000-round paper runs (row layout)
+
+Each implementation runs in its own child process (so that peak memory is its own) with the same config;
+the round times, their ratio and each one's peak resident memory are printed. The dense layout is skipped
+(and said so) where its estimated memory exceeds what the machine has: that is the crash the row layout
+removes. On a shared machine trust the ratio more than the seconds.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def child(spec: dict) -> dict:
+    import labcore
+    from labcore.config import ConfigError
+    from labcore.fed.engine import Simulation, load_data
+
+    base = labcore.paper_ml1m(dataset=spec["dataset"], method=spec["method"], rank=spec["rank"],
+                              rank_every=0, eval_every=10**6)
+    data = load_data(base)
+    m = data.n_users if spec["clients"] <= 0 else min(spec["clients"], data.n_users)
+    cfg = base.replace(clients_per_round=m)
+    try:
+        sim = Simulation(cfg, data, layout=spec["layout"])
+    except ConfigError as e:
+        return {"refused": str(e)}
+    times = []
+    for _ in range(spec["rounds"] + 1):  # the first round warms up
+        t0 = time.perf_counter()
+        sim.step()
+        times.append(time.perf_counter() - t0)
+    return {"clients": m, "round_s": sum(times[1:]) / max(len(times) - 1, 1), "first_s": times[0],
+            "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, "describe": cfg.describe(),
+            "q_sum": float(sim.Q.double().sum()), "loss": [r["loss"] for r in sim.rows]}
+
+
+def full_run(spec: dict) -> dict:
+    import labcore
+    from labcore.fed.engine import load_data
+
+    cfg = labcore.paper_ml1m(dataset=spec["dataset"], method=spec["method"], rank=spec["rank"])
+    data = load_data(cfg)
+    t0, c0 = time.perf_counter(), time.process_time()
+    res = labcore.run(cfg, data=data, use_cache=False, progress=False)
+    return {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "hr": float(res.final["hr"]),
+            "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, "describe": cfg.describe()}
+
+
+def spawn(spec: dict) -> dict:
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec)],
+                         capture_output=True, text=True, env=os.environ.copy())
+    if out.returncode != 0:
+        return {"error": (out.stderr.strip().splitlines() or ["?"])[-1]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dataset", default="ml-1m")
+    ap.add_argument("--methods", default="fedmf,colr")
+    ap.add_argument("--rank", type=int, default=4)
+    ap.add_argument("--clients", type=int, default=0, help="clients per round (0 = every user)")
+    ap.add_argument("--rounds", type=int, default=2, help="timed rounds after one warm-up round")
+    ap.add_argument("--full", action="store_true", help="time the 1000-round paper runs instead (row layout)")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        spec = json.loads(a.child)
+        print(json.dumps(full_run(spec) if spec.get("full") else child(spec)))
+        return
+    import torch
+
+    print(f"torch threads {os.environ.get('LABCORE_THREADS', '1')} (torch {torch.__version__}), "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    for method in a.methods.split(","):
+        spec = dict(dataset=a.dataset, method=method, rank=a.rank, clients=a.clients, rounds=a.rounds)
+        if a.full:
+            r = spawn({**spec, "full": True})
+            print(f"{method}: 1000 rounds, eval every 100, effective rank every 10: {r}")
+            continue
+        new = spawn({**spec, "layout": "rows"})
+        old = spawn({**spec, "layout": "dense"})
+        print(f"\n{new.get('describe', method)} on {a.dataset}, {new.get('clients', a.clients)} clients per round")
+        for name, r in (("rows (now)", new), ("dense (before)", old)):
+            if "round_s" in r:
+                print(f"  {name:15s} {r['round_s']:8.2f} s/round (first {r['first_s']:.2f} s)   "
+                      f"peak {r['peak_gb']:.2f} GB")
+            else:
+                print(f"  {name:15s} {r.get('refused') or r.get('error')}")
+        if "round_s" in new and "round_s" in old:
+            same = new["loss"] == old["loss"] and new["q_sum"] == old["q_sum"]
+            print(f"  ratio dense / rows: {old['round_s'] / new['round_s']:.1f}x time, "
+                  f"{old['peak_gb'] / new['peak_gb']:.1f}x peak memory; same losses and Q: {same}")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(HERE))
+    main()

@@ -1,0 +1,425 @@
+"""Figure cards of the matrix-completion report: Fig. 1 to 4 and Table 1.
+
+Importing this module registers the cards. Sizes: ``smoke`` runs a tiny synthetic problem with two or three
+algorithms for a fraction of a second each (CI); ``full`` is the reproduction at the sizes stated on each card
+(budgets and sizes reduced from the report's 60 s and n = 10000 where they would not fit a laptop session).
+Full results are stored as results/<card id>.csv / .json:
+
+    python -m labcore.completion completion-fig1-irls --size full --jobs 2 --save
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import platform
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..figures import registry as R
+from . import paper as P
+from . import plots
+from .config import FAMILIES, LABELS, CompletionConfig
+from .harness import run_many
+
+JOBS_ENV = "LABCORE_JOBS"  # processes for the full-size cards (the CLI's --jobs only schedules RunConfig runs)
+FIG_ALGORITHMS = ("asd", "scaled_asd", "lmafit", "niht", "cgiht", "scaled_gd", "lrgeomcg", "irls", "soft_impute")
+TABLE_ALGORITHMS = ("asd", "scaled_asd", "lmafit", "niht", "lrgeomcg", "irls")
+REAL_ALGORITHMS = ("asd", "scaled_asd", "lmafit", "niht", "scaled_gd", "lrgeomcg", "irls", "soft_impute")
+SMOKE = dict(budget_s=0.3, log_points=8)
+SMOKE_ALGORITHMS = ("asd", "irls")
+SMOKE_NOTE = "smoke run: tiny synthetic problem, not the paper's numbers"
+
+# Table 1's stored grid (reduced from the report's n in {1000, 10000} and 60 s): n 400 with the report's ranks
+# scaled so that the information limit cuts the grid the same way (rank 80 at n 400 ~ rank 200 at n 1000).
+TABLE_GRID = dict(n=400, ranks=(2, 8, 80), shares=(0.05, 0.1, 0.2, 0.4), kappas=(2.0, 200.0, 20000.0), budget_s=3.0)
+# The report's own n = 1000 half at a 20 s budget: 27 problems x 6 algorithms, about 30 min with 2 processes
+PAPER_GRID = dict(n=1000, ranks=(2, 20, 200), shares=(0.05, 0.1, 0.2, 0.4), kappas=(2.0, 200.0, 20000.0),
+                  budget_s=20.0)
+
+
+def jobs() -> int:
+    return max(1, int(os.environ.get(JOBS_ENV, "1")))
+
+
+def _runs(problem: dict, algorithms, size: str, full: dict) -> list[CompletionConfig]:
+    if size == "smoke":
+        base = {**problem, "n": 150, "m": 150, **SMOKE}
+        algorithms = SMOKE_ALGORITHMS
+    else:
+        base = {**problem, **full}
+    return [CompletionConfig(**base, algorithm=a) for a in algorithms]
+
+
+def _compute(configs_fn):
+    def compute(size: str, progress: bool) -> pd.DataFrame:
+        df = run_many(configs_fn(size), jobs=jobs() if size == "full" else 1, progress=progress)
+        return df.assign(size=size)
+    return compute
+
+
+def _is_smoke(ours: pd.DataFrame) -> bool:
+    return "size" in ours.columns and len(ours) > 0 and (ours["size"] == "smoke").all()
+
+
+def _title(text: str, ours: pd.DataFrame) -> str:
+    return f"{text} ({SMOKE_NOTE})" if _is_smoke(ours) else text
+
+
+def best_by_algorithm(df: pd.DataFrame) -> pd.Series:
+    return df.groupby("algorithm")["error"].min().sort_values()
+
+
+def time_to(df: pd.DataFrame, level: float) -> pd.Series:
+    """Seconds each algorithm took to a logged error below `level` (inf if never)."""
+    out = {}
+    for alg, d in df.groupby("algorithm"):
+        hit = d[d["error"] < level]
+        out[alg] = float(hit["t"].min()) if len(hit) else math.inf
+    return pd.Series(out).sort_values()
+
+
+def _row(quantity, paper, ours, ok, note=""):
+    return {"quantity": quantity, "paper": paper, "ours": ours, "ok": ok, "note": note}
+
+
+# --- Fig. 1: only IRLS converges --------------------------------------------------------------------------
+FIG1_PROBLEM = dict(rank=2, share=0.05, kappa=200.0)
+FIG1_FULL = dict(n=1000, m=1000, budget_s=20.0, log_points=40)
+
+
+def _fig1_configs(size):
+    return _runs(FIG1_PROBLEM, FIG_ALGORITHMS, size, FIG1_FULL)
+
+
+def _fig1_compare(ours, paper):
+    best = best_by_algorithm(ours)
+    converged = [a for a, e in best.items() if e < 1e-6]
+    rows = [_row("MatrixIRLS best error", "converges", f"{best.get('irls', math.nan):.2g}",
+                 bool(best.get("irls", 1) < 1e-6), "converged = below 1e-6"),
+            _row("ASD best error", "does not converge", f"{best.get('asd', math.nan):.2g}",
+                 bool(best.get("asd", 0) > 1e-2), "the issue's check: above 1e-2")]
+    if not _is_smoke(ours):
+        rows.append(_row("algorithms that converge", "only MatrixIRLS", ", ".join(LABELS[a] for a in converged),
+                         converged == ["irls"]))
+    return pd.DataFrame(rows)
+
+
+def _fig1_plot(ours, paper):
+    return plots.race(ours, _title("Fig. 1: n 1000, rank 2, 5% seen, kappa 200", ours))
+
+
+# --- Fig. 2: the easy problem, alternating and Riemannian methods best --------------------------------------
+FIG2_PROBLEM = dict(rank=2, share=0.4, kappa=2.0)
+FIG2_FULL = dict(n=2000, m=2000, budget_s=10.0, log_points=40)
+
+
+def _fig2_configs(size):
+    return _runs(FIG2_PROBLEM, FIG_ALGORITHMS, size, FIG2_FULL)
+
+
+def _fig2_compare(ours, paper):
+    fastest = time_to(ours, 1e-8)
+    first = fastest.index[0]
+    best = best_by_algorithm(ours)
+    n_conv = int((best < 1e-6).sum())
+    top3 = [a for a in fastest.index[:3] if math.isfinite(fastest[a])]
+    return pd.DataFrame([
+        _row("fastest to 1e-8", "alternating descent and Riemannian methods",
+             f"{LABELS[first]} ({fastest[first]:.2f} s)", FAMILIES[first] in ("alternating", "Riemannian"),
+             "next: " + ", ".join(f"{LABELS[a]} {fastest[a]:.2f} s" for a in top3[1:])),
+        _row("algorithms below 1e-6 in the budget", "nearly every algorithm", f"{n_conv} of {len(best)}",
+             n_conv >= len(best) / 2),
+    ])
+
+
+def _fig2_plot(ours, paper):
+    n = int(ours["n"].iloc[0]) if len(ours) else 0
+    return plots.race(ours, _title(f"Fig. 2: n {n} (report: 10000), rank 2, 40% seen, kappa 2", ours))
+
+
+# --- Fig. 3: rank 20, 10 %, kappa 20000: no real progress --------------------------------------------------
+FIG3_PROBLEM = dict(rank=20, share=0.1, kappa=20000.0)
+FIG3_FULL = dict(n=2000, m=2000, budget_s=10.0, log_points=40)
+
+
+def _fig3_configs(size):
+    if size == "smoke":
+        return [CompletionConfig(rank=5, share=0.3, kappa=20000.0, n=150, m=150, algorithm=a, **SMOKE)
+                for a in SMOKE_ALGORITHMS]
+    return _runs(FIG3_PROBLEM, FIG_ALGORITHMS, size, FIG3_FULL)
+
+
+def _fig3_compare(ours, paper):
+    best = best_by_algorithm(ours)
+    start = ours.sort_values("t").groupby("algorithm")["error"].first()
+    gain = (start / best.reindex(start.index)).max()
+    return pd.DataFrame([
+        _row("best error of any algorithm", "no real progress", f"{best.min():.2g} ({LABELS[best.index[0]]})",
+             bool(best.min() > 1e-3), "no progress = nobody below 1e-3"),
+        _row("largest improvement over the start", "-", f"x{gain:.3g}", None),
+    ])
+
+
+def _fig3_plot(ours, paper):
+    n = int(ours["n"].iloc[0]) if len(ours) else 0
+    r = int(ours["rank"].iloc[0]) if len(ours) else 0
+    return plots.race(ours, _title(f"Fig. 3: n {n} (report: 10000), rank {r}, 10% seen, kappa 20000", ours))
+
+
+# --- Fig. 4: real ratings, held-out error against time -------------------------------------------------------
+FIG4_FULL = dict(dataset="ml-100k", m=100_000, n=100_000, rank=5, share=0.3, kappa=1.0, budget_s=10.0,
+                 log_points=40)
+
+
+def _fig4_configs(size):
+    if size == "smoke":  # a noisy synthetic stand-in: fitting the noise shows the same rise of the error
+        return [CompletionConfig(n=150, m=150, rank=5, share=0.2, kappa=2.0, noise=0.5, algorithm=a, **SMOKE)
+                for a in SMOKE_ALGORITHMS]
+    return [CompletionConfig(**FIG4_FULL, algorithm=a) for a in REAL_ALGORITHMS]
+
+
+def overfitting(df: pd.DataFrame) -> pd.DataFrame:
+    """Per algorithm: the lowest held-out error, when, and how much it rose from there to the end."""
+    rows = []
+    for alg, d in df.sort_values("t").groupby("algorithm"):
+        i = d["error"].idxmin()
+        rows.append({"algorithm": alg, "min_error": d["error"].min(), "t_min": d.loc[i, "t"],
+                     "final_error": d["error"].iloc[-1], "rise": d["error"].iloc[-1] / d["error"].min() - 1})
+    return pd.DataFrame(rows)
+
+
+def _fig4_compare(ours, paper):
+    o = overfitting(ours)
+    diverged = sorted(set(ours.loc[ours["diverged"].astype(bool), "algorithm"])) if "diverged" in ours else []
+    kept = o[~o["algorithm"].isin(diverged)]
+    rising = kept[kept["rise"] > 0.05]
+    spread = kept["min_error"].max() / kept["min_error"].min()
+    note = "within a factor 1.5" + (f"; diverged (left out): {', '.join(LABELS[a] for a in diverged)}"
+                                    if diverged else "")
+    return pd.DataFrame([
+        _row("minimum held-out error", "about the same for all", f"{kept['min_error'].min():.3f} to "
+             f"{kept['min_error'].max():.3f}", bool(spread < 1.5) if not _is_smoke(ours) else None, note),
+        _row("overfitting (held-out error rises > 5%)", "visible", ", ".join(LABELS[a] for a in rising["algorithm"])
+             or "none", bool(len(rising) >= 1)),
+    ])
+
+
+def _fig4_plot(ours, paper):
+    real = not _is_smoke(ours) and "dataset" in ours.columns and ours["dataset"].iloc[0] != "synthetic"
+    name = ours["dataset"].iloc[0] if real else "noisy synthetic"
+    return plots.race(ours, _title(f"Fig. 4: {name}, 30% of the known ratings seen, error on the other 70%"
+                                   if real else "Fig. 4 stand-in: noisy low-rank matrix", ours),
+                      y_title="held-out relative error" if real else "relative error to M*")
+
+
+# --- Table 1: solved or failed, little in between -------------------------------------------------------------
+def grid_configs(n, ranks, shares, kappas, budget_s, algorithms=TABLE_ALGORITHMS, log_points=20,
+                 skip_below_limit=True) -> list[CompletionConfig]:
+    out = []
+    for r in ranks:
+        for s in shares:
+            for k in kappas:
+                for a in algorithms:
+                    c = CompletionConfig(n=n, m=n, rank=r, share=s, kappa=k, algorithm=a, budget_s=budget_s,
+                                         log_points=log_points)
+                    if not (skip_below_limit and c.below_information_limit()):
+                        out.append(c)
+    return out
+
+
+def _table1_configs(size):
+    if size == "smoke":
+        return grid_configs(120, (2, 30), (0.1, 0.4), (2.0,), 0.2, algorithms=SMOKE_ALGORITHMS, log_points=6)
+    return grid_configs(**TABLE_GRID)
+
+
+def paper_distance(rel_error, rank, kappa):
+    """The report's Table 1 counts log10 of the absolute distance ||M - M*||_F for matrices whose singular values
+    run from kappa down to 1 (MatrixIRLS's test framework, which the report builds on; its failed problems sit at
+    0 < d < 4 = log10 of kappa 20000). Our M* has them from 1 to 1/kappa and the harness reports the relative
+    error, so the distance on the report's scale is  rel_error * kappa * ||spectrum||_2."""
+    from .problem import spectrum
+
+    norms = np.array([np.linalg.norm(spectrum(int(r), float(k))) for r, k in zip(np.atleast_1d(rank),
+                                                                                np.atleast_1d(kappa))])
+    return np.asarray(rel_error, dtype=float) * np.atleast_1d(kappa).astype(float) * norms
+
+
+def problems_table(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per problem: the best error of each algorithm, the best of all, the distance on the report's
+    scale, d = log10 of it, and Table 1's range of d."""
+    keys = ["m", "n", "rank", "share", "kappa"]
+    per = df.groupby(keys + ["algorithm"])["error"].min().unstack("algorithm")
+    out = per.add_prefix("best_").reset_index()
+    best = per.min(axis=1).to_numpy()
+    out["best_error"] = best
+    out["best_algorithm"] = per.idxmin(axis=1).to_numpy()
+    out["distance"] = paper_distance(best, out["rank"], out["kappa"])
+    out["d"] = np.log10(np.clip(out["distance"], 1e-17, None))
+    out["range"] = [P.bucket(d) for d in out["d"]]
+    return out
+
+
+def _table1_compute(size, progress):
+    df = run_many(_table1_configs(size), jobs=jobs() if size == "full" else 1, progress=progress)
+    return problems_table(df).assign(size=size, budget_s=float(df["budget_s"].iloc[0]))
+
+
+def split(problems: pd.DataFrame) -> pd.DataFrame:
+    counts = problems["range"].value_counts().reindex(P.TABLE1["range"], fill_value=0)
+    return pd.DataFrame({"range": counts.index, "count": counts.to_numpy(),
+                         "percent": 100.0 * counts.to_numpy() / max(1, counts.sum())})
+
+
+def _table1_compare(ours, paper):
+    s = split(ours)
+    rows = [_row(f"% of problems with {r}", p, round(o, 1), bool(abs(o - p) <= 25.0), f"{c} problems")
+            for r, p, o, c in zip(s["range"], paper["percent"], s["percent"], s["count"])]
+    middle = s["percent"].iloc[1]
+    rows.append(_row("the middle range is the smallest (a sharp frontier)", "yes (11%)",
+                     "yes" if middle <= s["percent"].min() else "no", bool(middle <= s["percent"].min())))
+    return pd.DataFrame(rows)
+
+
+def _table1_plot(ours, paper):
+    n = int(ours["n"].iloc[0]) if len(ours) else 0
+    b = float(ours["budget_s"].iloc[0]) if len(ours) else 0
+    return plots.table1(split(ours), paper, _title(f"Table 1 on {len(ours)} problems (n {n}, {b:g} s each; "
+                                                   "report: 63 problems, n 1000 and 10000, 60 s)", ours))
+
+
+# --- registration ------------------------------------------------------------------------------------------------
+RACE_COLUMNS = ("algorithm", "t", "iteration", "error")
+STATED = ("Wall-clock budgets measured on a shared 2-core machine with other work running; one BLAS thread per "
+          "run. The report ran MATLAB implementations for 60 s; ours are the Python implementations of this "
+          "folder (spectral start for all), so absolute times differ; the ordering is what is compared.")
+
+
+CARDS: dict[str, R.FigureCard] = {}
+
+
+def _register():
+    _add(R.FigureCard(
+        id="completion-fig1-irls", title="Fig. 1: a hard, ill-conditioned problem only MatrixIRLS solves",
+        caption=P.CAPTIONS["fig1"], kind="figure", paper=P.FIG1, configs=_fig1_configs,
+        compute_fn=_compute(_fig1_configs), plot_fn=_fig1_plot, compare_fn=_fig1_compare, tolerance=None,
+        tolerance_text="ordering: MatrixIRLS below 1e-6, ASD above 1e-2, no other algorithm below 1e-6",
+        expected="MatrixIRLS drops to ~1e-13 within seconds; every other method stalls between 1e-2 and 1e-1.",
+        columns=RACE_COLUMNS, paper_ref="Fig. 1 and section 4", dataset="synthetic",
+        notes=(f"Budget 20 s per algorithm (report: 60 s). FGD is left out: it needs a PSD problem. {STATED}",
+               "Miss: ASD ends at 8.0e-3, just under the issue's 1e-2 line. It makes ~3300 cheap steps in 20 s "
+               "and keeps creeping down without converging (nothing but MatrixIRLS goes below 1e-6), so the "
+               "report's ordering holds while the issue's ASD threshold does not.")))
+    _add(R.FigureCard(
+        id="completion-fig2-easy", title="Fig. 2: an easy problem, alternating and Riemannian methods first",
+        caption=P.CAPTIONS["fig2"], kind="figure", paper=P.FIG2, configs=_fig2_configs,
+        compute_fn=_compute(_fig2_configs), plot_fn=_fig2_plot, compare_fn=_fig2_compare, tolerance=None,
+        tolerance_text="the fastest to 1e-8 is an alternating or Riemannian method; at least half converge",
+        expected="Almost every method converges; ScaledASD / LMaFit / LRGeomCG reach 1e-8 first.",
+        columns=RACE_COLUMNS, paper_ref="Fig. 2", dataset="synthetic",
+        notes=(f"n = 2000 instead of 10000 and a 10 s budget instead of 60 s, to fit a laptop. {STATED}",)))
+    _add(R.FigureCard(
+        id="completion-fig3-hard", title="Fig. 3: rank 20, 10 % seen, kappa 20000: no real progress",
+        caption=P.CAPTIONS["fig3"], kind="figure", paper=P.FIG3, configs=_fig3_configs,
+        compute_fn=_compute(_fig3_configs), plot_fn=_fig3_plot, compare_fn=_fig3_compare, tolerance=None,
+        tolerance_text="no algorithm below 1e-3 within the budget",
+        expected="Every method stays far from M*: the tiny singular values are not identified in time.",
+        columns=RACE_COLUMNS, paper_ref="Fig. 3", dataset="synthetic",
+        notes=(f"n = 2000 instead of 10000 (relative to n the problem has 5x fewer samples per degree of freedom "
+               f"than the report's), 10 s budget. {STATED}",)))
+    _add(R.FigureCard(
+        id="completion-fig4-ml100k", title="Fig. 4: MovieLens ratings, held-out error against time",
+        caption=P.CAPTIONS["fig4"], kind="figure", paper=P.FIG4, configs=_fig4_configs,
+        compute_fn=_compute(_fig4_configs), plot_fn=_fig4_plot, compare_fn=_fig4_compare, tolerance=None,
+        tolerance_text="minimum held-out errors within a factor 1.5; at least one algorithm's error rises > 5 %",
+        expected="The methods reach a similar minimum, then fit the seen ratings and the held-out error rises.",
+        columns=RACE_COLUMNS, paper_ref="Fig. 4", dataset="ml-100k (u.data)",
+        notes=("ML-100K (943 x 1682, 100,000 ratings) instead of ML-1M truncated to 4000 x 4000: the shared data "
+               "has no ml-1m ratings.dat (dataset='ml-1m' runs the report's setting where it is present). Rank 5 "
+               "(the report does not state it), raw 1-5 ratings, 30 % of the known ratings seen, relative "
+               "Frobenius error on the other 70 %; 10 s per algorithm. " + STATED,)))
+    _add(R.FigureCard(
+        id="completion-table1", title="Table 1: solved or failed, little in between",
+        caption=P.CAPTIONS["table1"], kind="table", paper=P.TABLE1, configs=_table1_configs,
+        compute_fn=_table1_compute, plot_fn=_table1_plot, compare_fn=_table1_compare, tolerance=25.0,
+        tolerance_text="each range's share within 25 percentage points of the report's; the middle range smallest",
+        expected="Most problems are either solved below 1e-10 or not at all; few end in between.",
+        columns=("rank", "share", "kappa", "best_error", "best_algorithm", "distance", "d", "range"),
+        paper_ref="Table 1", dataset="synthetic",
+        notes=(f"Reduced grid: n {TABLE_GRID['n']}, ranks {TABLE_GRID['ranks']} (the report's 2/20/200 scaled to "
+               f"n), shares 5/10/20/40 %, kappa 2/200/20000, {len(TABLE_ALGORITHMS)} algorithms "
+               f"({', '.join(LABELS[a] for a in TABLE_ALGORITHMS)}), {TABLE_GRID['budget_s']:g} s each; problems "
+               "below the information limit skipped as in the report. d is log10 of the absolute distance on the "
+               "report's scale (singular values kappa..1, see paper_distance): the harness's relative error times "
+               "kappa ||spectrum||. The report's own n = 1000 half at 20 s "
+               "(27 problems, ~30 min with 2 processes): benchmarks/completion_grid.py. " + STATED,)))
+
+
+def _add(card: R.FigureCard) -> None:
+    CARDS[card.id] = R.register(card)
+
+
+_register()
+
+
+def reproduce(card_id: str, size: str = "smoke", progress: bool = False) -> R.CardResult:
+    """`labcore.figures.reproduce` for this topic's cards, without importing every other topic's cards."""
+    card = CARDS[card_id]
+    t0 = time.perf_counter()
+    ours = card.compute(size, progress)
+    runtime = time.perf_counter() - t0
+    return R.CardResult(card.id, ours, card.paper.copy(), card.plot(ours), runtime, card.check(ours), size,
+                        {"configs": [c.to_query() for c in card.configs(size)]})
+
+
+def save(res: R.CardResult, command: str) -> Path:
+    """results/<id>.csv and .json in the format of `labcore.figures.save` (configs, command, runtime, date)."""
+    card = CARDS[res.card_id]
+    folder = R.results_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    res.ours.to_csv(folder / f"{card.id}.csv", index=False, float_format="%.6g")
+    meta = {"card": card.id, "title": card.title, "size": res.size, "command": command,
+            "runtime_s": round(res.runtime_s, 1), "within_tolerance": bool(res.within_tolerance),
+            "tolerance": card.tolerance_text,
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores, shared with other work", "jobs": jobs(),
+            "notes": list(card.notes), "configs": [{"key": c.key(), **c.to_query()} for c in card.configs(res.size)]}
+    (folder / f"{card.id}.json").write_text(json.dumps(meta, indent=1, default=list) + "\n")
+    return folder / f"{card.id}.csv"
+
+
+def stored(card_id: str) -> R.CardResult | None:
+    """The committed full-size result of one of this topic's cards (as `labcore.figures.stored`), or None."""
+    card = CARDS[card_id]
+    csv, meta_path = R.results_dir() / f"{card_id}.csv", R.results_dir() / f"{card_id}.json"
+    if not csv.exists():
+        return None
+    ours = pd.read_csv(csv)
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    return R.CardResult(card_id, ours, card.paper.copy(), card.plot(ours), float(meta.get("runtime_s", "nan")),
+                        card.check(ours), meta.get("size", "full"), meta)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("card", nargs="+", help="card id(s) (completion-...)")
+    ap.add_argument("--size", default="smoke", choices=R.SIZES)
+    ap.add_argument("--jobs", type=int, default=1, help="processes for the runs (one BLAS thread each)")
+    ap.add_argument("--save", action="store_true", help="store results/<id>.csv|json")
+    ns = ap.parse_args(argv)
+    os.environ[JOBS_ENV] = str(ns.jobs)
+    for cid in ns.card:
+        t0 = time.perf_counter()
+        res = reproduce(cid, ns.size, progress=True)
+        print(CARDS[cid].compare(res.ours).to_string(index=False))
+        print(f"{cid}: {time.perf_counter() - t0:.0f} s, within tolerance: {res.within_tolerance}")
+        if ns.save:
+            cmd = f"python -m labcore.completion {cid} --size {ns.size} --jobs {ns.jobs} --save"
+            print("saved", save(res, cmd))
+

@@ -1,0 +1,167 @@
+"""The benchmark harness: every algorithm gets the same wall-clock budget, its iterates are logged at fixed
+times, and the result is a tidy DataFrame (one row per logged iterate).
+
+    df = run(CompletionConfig(n=1000, rank=2, share=0.05, kappa=200, algorithm="irls", budget_s=20))
+    df = run_many(configs, jobs=2)        # parallel processes, each run cached by its config key
+
+The harness, not the algorithm, keeps the clock: it times `init()` and each `step()` (wall-clock, one BLAS
+thread), and computes the error of the factors between steps with the clock stopped. A step that ends past
+the budget does not count (the run's last iterate is the one before it), so no algorithm gets more than the
+budget. Iterates are logged at the first step boundary after each of `log_points` times spread evenly in log
+time over the budget (the report logged every iteration and paid for it in distance computations).
+`max_iters > 0` makes a run deterministic (iterates logged at fixed iteration counts) for tests and exercises.
+A run whose error stops being finite is recorded as diverged and stopped; `stop_below > 0` stops a run
+once a logged error is below it.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+import pandas as pd
+
+from .algorithms import make
+from .config import FAMILIES, LABELS, PROBLEM_FIELDS, CompletionConfig
+from .problem import InformationLimitWarning, Problem, make_problem
+
+COLUMNS = ("key", "algorithm", "label", "family", "t", "iteration", "error", "fit", "rmse", "diverged",
+           "below_limit", "budget_s") + PROBLEM_FIELDS
+
+
+def cache_dir() -> Path:
+    """`$LABCORE_CACHE/completion` (the lab's run cache, as `labcore.fed.engine.default_cache_dir`)."""
+    return Path(os.environ.get("LABCORE_CACHE", Path.home() / ".cache" / "labcore" / "runs")) / "completion"
+
+
+def log_times(cfg: CompletionConfig) -> np.ndarray:
+    return cfg.budget_s * np.logspace(-2.5, 0.0, cfg.log_points)
+
+
+def log_iterations(cfg: CompletionConfig) -> np.ndarray:
+    return np.unique(np.round(np.linspace(0, cfg.max_iters, cfg.log_points)).astype(int))
+
+
+def _limit_threads():
+    try:
+        from threadpoolctl import threadpool_limits
+
+        return threadpool_limits(1)
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        return None
+
+
+def race_one(cfg: CompletionConfig, problem: Problem | None = None,
+             on_log: Callable[[dict], None] | None = None) -> pd.DataFrame:
+    """Run one algorithm on one problem under the budget; no cache. `on_log(row)` sees each logged row."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InformationLimitWarning)  # recorded in the `below_limit` column
+        problem = problem if problem is not None else make_problem(cfg)
+    _limit_threads()
+    base = {"key": cfg.key(), "algorithm": cfg.algorithm, "label": LABELS[cfg.algorithm],
+            "family": FAMILIES[cfg.algorithm], "below_limit": cfg.below_information_limit(),
+            "budget_s": cfg.budget_s, **cfg.problem_dict()}
+    rows: list[dict] = []
+    clock = 0.0
+
+    def log(alg) -> bool:
+        with np.errstate(all="ignore"):
+            err = problem.error(*alg.factors())
+        finite = all(math.isfinite(v) for v in err.values())
+        row = {**base, "t": clock, "iteration": alg.iteration, "rmse": math.nan, **err,
+               "diverged": not finite}
+        if not finite:
+            row["error"] = math.inf
+        rows.append(row)
+        if on_log:
+            on_log(row)
+        return finite and not row["error"] < cfg.stop_below
+
+    alg = make(cfg.algorithm, problem, cfg.rank, seed=cfg.seed, init=cfg.init)
+    start = time.perf_counter()
+    with np.errstate(all="ignore"):
+        alg.init()
+    clock = time.perf_counter() - start
+    by_iter = cfg.max_iters > 0
+    marks = log_iterations(cfg) if by_iter else log_times(cfg)
+    nxt = int(np.searchsorted(marks, alg.iteration if by_iter else clock, side="right"))
+    ok = log(alg)
+    while ok and clock < cfg.budget_s and not (by_iter and alg.iteration >= cfg.max_iters):
+        start = time.perf_counter()
+        with np.errstate(all="ignore"):
+            alg.step()
+        spent = time.perf_counter() - start
+        if clock + spent > cfg.budget_s:
+            break  # this step ends past the budget: it does not count
+        clock += spent
+        now = alg.iteration if by_iter else clock
+        if nxt < len(marks) and now >= marks[nxt]:
+            nxt = int(np.searchsorted(marks, now, side="right"))
+            ok = log(alg)
+    if ok and rows[-1]["iteration"] != alg.iteration:
+        log(alg)  # the last iterate within the budget
+    return pd.DataFrame(rows).reindex(columns=list(COLUMNS))
+
+
+def _cached_path(cfg: CompletionConfig) -> Path:
+    return cache_dir() / f"{cfg.key()}.csv"
+
+
+def run(cfg: CompletionConfig, cache: bool = True, on_log: Callable[[dict], None] | None = None) -> pd.DataFrame:
+    """One run, read from the cache when this exact config ran before (then `on_log` is not called)."""
+    path = _cached_path(cfg)
+    if cache and path.exists():
+        return pd.read_csv(path)
+    df = race_one(cfg, on_log=on_log)
+    if cache:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        df.to_csv(tmp, index=False, float_format="%.17g")
+        tmp.replace(path)
+        df = pd.read_csv(path)  # the same dtypes whether cached or fresh
+    return df
+
+
+def _work(cfg_dict: dict) -> dict:
+    cfg = CompletionConfig(**cfg_dict)
+    run(cfg)
+    return cfg_dict
+
+
+def run_many(configs: Iterable[CompletionConfig], jobs: int = 1, progress: bool = False,
+             cache: bool = True) -> pd.DataFrame:
+    """Every config once (cached by key), in `jobs` processes, longest budgets first; rows in config order."""
+    configs = list(dict.fromkeys(configs))
+    todo = [c for c in configs if not (cache and _cached_path(c).exists())]
+    todo.sort(key=lambda c: -c.budget_s)
+    bar = None
+    if progress and todo:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(todo), desc="completion runs", unit="run")
+    if jobs > 1 and len(todo) > 1 and cache:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            for _ in pool.map(_work, [c.to_dict() for c in todo]):
+                if bar:
+                    bar.update()
+    else:
+        for c in todo:
+            run(c, cache=cache)
+            if bar:
+                bar.update()
+    if bar:
+        bar.close()
+    if not configs:
+        return pd.DataFrame(columns=list(COLUMNS))
+    return pd.concat([run(c, cache=cache) for c in configs], ignore_index=True)
+
+
+def best_errors(df: pd.DataFrame) -> pd.DataFrame:
+    """Per problem (and algorithm): the lowest error reached within the budget."""
+    keys = [c for c in PROBLEM_FIELDS if c in df.columns]
+    return df.groupby(keys + ["algorithm"], as_index=False)["error"].min()

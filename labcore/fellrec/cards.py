@@ -1,0 +1,293 @@
+"""FELLRec's figure cards: Tables 1, 4, 6 and Figs. 3, 4, 5, 7, ours beside the paper's.
+
+Each card's compute runs (or reads from the cache) the FELLRec runs of `experiments.py`; the configs are
+FellrecConfig, not the core's RunConfig, so the cards compute their own runs (cached by config key under
+`default_cache_dir()/fellrec/`). `ours` carries a `size` column so that a smoke plot says what it is.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..figures.registry import FigureCard
+from ..figures.registry import register as _register
+from . import experiments as E
+from . import plots
+from .paper import SUBSTITUTION, TABLE1, TABLE4, TABLE6
+
+DATASET = "ml-100k (full) / synthetic (smoke)"
+MODEL_NOTE = ("Model: 8 layers, width 32, 2 heads, LoRA r=4 on the attention projections (129,266 "
+              "parameters, 6,144 of them LoRA), pre-trained on 20% of the users; 5 rounds of one local epoch.")
+
+
+CARDS: dict[str, FigureCard] = {}  # this topic's cards by id (read without loading every topic's cards)
+
+
+def register(card: FigureCard) -> FigureCard:
+    CARDS[card.id] = card
+    return _register(card)
+
+
+def registry_call(fn, *args, **kw):
+    """Call a labcore.figures function; retried if another topic's card module failed to import (the
+    registry marks each topic loaded before importing it, so every retry gets past one broken topic)."""
+    from .. import topics
+
+    for _ in range(len(topics.all_topics())):
+        try:
+            return fn(*args, **kw)
+        except ImportError:
+            continue
+    return fn(*args, **kw)
+
+
+def stored(card_id: str):
+    """The committed full-size result of one of this topic's cards, or None.
+
+    Through labcore.figures; if the registry cannot load (another topic's module is broken), the stored
+    CSV is read here with this topic's own card."""
+    from .. import figures
+
+    try:
+        return registry_call(figures.stored, card_id)
+    except Exception:
+        return _stored_here(card_id)
+
+
+def _stored_here(card_id: str):
+    import json
+
+    from ..figures.registry import CardResult, results_dir
+
+    card = CARDS[card_id]
+    csv, meta_path = results_dir() / f"{card_id}.csv", results_dir() / f"{card_id}.json"
+    if not csv.exists():
+        return None
+    ours = pd.read_csv(csv)
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    return CardResult(card_id, ours, card.paper.copy(), card.plot(ours), float(meta.get("runtime_s", "nan")),
+                      card.check(ours), meta.get("size", "full"), meta)
+
+
+def save_here(card_id: str, size: str, command: str) -> tuple:
+    """Compute a card and write results/<id>.csv and .json without the registry (same fields as
+    labcore.figures.save, without the run-time log)."""
+    import datetime
+    import json
+    import os
+    import platform
+    import time
+
+    from ..figures.registry import results_dir
+
+    card = CARDS[card_id]
+    t0 = time.perf_counter()
+    ours = card.compute(size)
+    runtime = time.perf_counter() - t0
+    ok = card.check(ours)
+    folder = results_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    ours.to_csv(folder / f"{card_id}.csv", index=False, float_format="%.6g")
+    meta = {"card": card_id, "title": card.title, "size": size, "command": command, "runtime_s": round(runtime, 1),
+            "within_tolerance": bool(ok), "tolerance": card.tolerance_text,
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores", "notes": list(card.notes),
+            "configs": [{"key": c.key(), **c.to_query()} for c in card.configs(size)]}
+    (folder / f"{card_id}.json").write_text(json.dumps(meta, indent=1, default=list) + "\n")
+    return ours, ok, runtime
+
+
+def _smoke(ours) -> bool:
+    return "size" in ours and len(ours) and ours["size"].iloc[0] == "smoke"
+
+
+def _with_size(fn):
+    def compute(size, progress):
+        out = fn(size, progress) if fn.__code__.co_argcount == 2 else fn(size)
+        return out.assign(size=size)
+    return compute
+
+
+def _row(q, paper, ours, ok, note=""):
+    return {"quantity": q, "paper": paper, "ours": ours, "ok": ok, "note": note}
+
+
+# --- Table 1 -------------------------------------------------------------------------------------------------------
+def _cmp_table1(ours, paper):
+    o = ours.set_index("method")
+    p = paper[paper["backend"] == "BIGRec"].set_index("method")
+    rows = []
+    for m in ("central", "fedavg", "fedprox", "ditto", "fellrec"):
+        if m in o.index:
+            rows.append(_row(f"{m} R@10", p.loc[m, "R@10"], o.loc[m, "R@10"], None, "for information"))
+    gain = o.loc["fellrec", "R@10"] / o.loc["fedavg", "R@10"] - 1
+    rows.append(_row("FELLRec R@10 / FedAvg R@10 - 1", p.loc["fellrec", "R@10"] / p.loc["fedavg", "R@10"] - 1,
+                     gain, bool(gain >= -0.01), "ours must be >= FedAvg's (1% slack for seed noise)"))
+    return pd.DataFrame(rows)
+
+
+register(FigureCard(
+    id="fellrec-table1-ml100k", title="Table 1: FELLRec against centralized, FedAvg, FedProx, Ditto",
+    caption="Table 1: Overall performance of FELLRec and other baselines in the LLM-based Recommendation scenario.",
+    kind="table", paper=TABLE1, configs=E.table1_configs, compute_fn=_with_size(E.table1),
+    plot_fn=lambda o, p: plots.methods_bars(o, p, _smoke(o)), compare_fn=_cmp_table1, tolerance=0.01,
+    tolerance_text="shape only: FELLRec's R@10 at least FedAvg's (1% slack), mean of 3 seeds",
+    expected="FELLRec >= FedAvg, FedProx, Ditto on R@10; the centralized model near or above the federated ones.",
+    columns=("method", "R@10", "R@20", "N@10", "N@20", "imbalance"),
+    notes=(SUBSTITUTION, MODEL_NOTE, "The paper's numbers are Games with the BIGRec backend (LLaMA-7B)."),
+    paper_ref="Table 1 (Games, BIGRec and RecFormer rows)", dataset=DATASET))
+
+
+# --- Table 4 -------------------------------------------------------------------------------------------------------
+def _cmp_table4(ours, paper):
+    o = ours.set_index("method")
+    p = paper.set_index("method")
+    rows = [_row(f"{m} imbalance", p.loc[m, "imbalance"], o.loc[m, "imbalance"], None, "for information")
+            for m in ("central", "fedavg", "fellrec") if m in o.index]
+    ok = o.loc["fellrec", "imbalance"] < o.loc["fedavg", "imbalance"]
+    rows.append(_row("FELLRec imbalance < FedAvg imbalance", "0.55 < 1.76",
+                     f"{o.loc['fellrec', 'imbalance']:.2f} vs {o.loc['fedavg', 'imbalance']:.2f}", bool(ok),
+                     "mean over seeds of (best - worst) / worst of the 5 clients' R@10"))
+    return pd.DataFrame(rows)
+
+
+register(FigureCard(
+    id="fellrec-table4-ml100k", title="Table 4: imbalance of Recall@10 across the 5 KMeans clients",
+    caption="Table 4: Client evaluation results of the centralized method, FedAvg and FELLRec.",
+    kind="table", paper=TABLE4, configs=E.table1_configs, compute_fn=_with_size(E.table4),
+    plot_fn=lambda o, p: plots.client_bars(o, p, _smoke(o)), compare_fn=_cmp_table4, tolerance=None,
+    tolerance_text="shape only: FELLRec's imbalance below FedAvg's",
+    expected="FELLRec spreads accuracy more evenly over the clients than FedAvg.",
+    columns=("method", "imbalance", "client 1", "client 5"),
+    notes=(SUBSTITUTION, "Clients: KMeans (k=5) on user embeddings of the core MF engine, as the paper.",
+           "Client numbering follows KMeans labels, so client i here is not the paper's client i."),
+    paper_ref="Table 4 (Games, BIGRec)", dataset=DATASET))
+
+
+# --- Table 6 -------------------------------------------------------------------------------------------------------
+def _cmp_table6(ours, paper):
+    piv = ours.pivot_table(index="c", columns="method", values="R@10")
+    wins = int((piv["fellrec"] >= piv["fedavg"] * 0.99).sum())
+    rows = [_row(f"c={c:g} FELLRec - FedAvg R@10", float(paper.set_index("c").loc[c, "fellrec"] -
+                                                         paper.set_index("c").loc[c, "fedavg"])
+                 if c in set(paper["c"]) else np.nan, float(piv.loc[c, "fellrec"] - piv.loc[c, "fedavg"]), None,
+                 "for information") for c in piv.index]
+    rows.append(_row("c values where FELLRec >= FedAvg", f"{len(paper)}/{len(paper)}", f"{wins}/{len(piv)}",
+                     bool(wins >= (len(piv) + 1) // 2), "most c values (the paper: all)"))
+    return pd.DataFrame(rows)
+
+
+register(FigureCard(
+    id="fellrec-table6-ml100k", title="Table 6: FedAvg and FELLRec under Dirichlet(c) clients",
+    caption="Table 6: Performance (R@10) of FedAvg and FELLRec under different heterogeneity degrees in Games.",
+    kind="table", paper=TABLE6, configs=E.table6_configs, compute_fn=_with_size(E.table6),
+    plot_fn=lambda o, p: plots.dirichlet_lines(o, p, _smoke(o)), compare_fn=_cmp_table6, tolerance=None,
+    tolerance_text="shape only: FELLRec >= FedAvg (1% slack) for most c",
+    expected="FELLRec at or above FedAvg for every c; FedAvg improves as c grows (clients become alike).",
+    columns=("c", "method", "R@10"),
+    notes=(SUBSTITUTION, "Dirichlet(c) spreads each of 5 KMeans taste clusters over the 5 clients; one seed; c in "
+           "{0.1, 0.5, 1} at full size (the paper also has 0.3 and 0.7)."),
+    paper_ref="Table 6 (Games, BIGRec)", dataset=DATASET))
+
+
+# --- Fig. 3 --------------------------------------------------------------------------------------------------------
+def _cmp_fig3(ours, paper):
+    rows = []
+    for kind, g in ours.groupby("probe"):
+        g = g.sort_values("layer")
+        first, deep = float(g["similarity"].iloc[0]), float(g["similarity"].iloc[-2])
+        rows.append(_row(f"{kind} probe: layer 1 vs layer N-1", "falls with depth",
+                         f"{first:.3f} -> {deep:.3f}", bool(deep < first) if kind == "linear" else None,
+                         "the linear probe is checked; the MLP probe is shown"))
+    return pd.DataFrame(rows)
+
+
+register(FigureCard(
+    id="fellrec-fig3-probes", title="Fig. 3: probe attacks on each layer's output",
+    caption="Figure 3: similarity between input embeddings and predicted input embeddings according to extracted "
+            "embeddings of different layers from BIGRec under linear probe attack and MLP probe attack.",
+    kind="figure", paper=pd.DataFrame(columns=["probe", "layer", "similarity"]), configs=lambda s: [E.base(s)],
+    compute_fn=_with_size(E.probes), plot_fn=lambda o, p: plots.probe_lines(o, p, _smoke(o)),
+    compare_fn=_cmp_fig3, tolerance=None, tolerance_text="shape only: similarity at layer N-1 below layer 1",
+    expected="Reconstruction gets harder with depth (the paper: rises again at the last layer).",
+    columns=("probe", "layer", "similarity"),
+    notes=("The paper gives the curves only as a figure (no numbers); we check the shape.",
+           "Probes read the pre-trained foundation model's layer outputs at every real position of held-out users."),
+    paper_ref="Fig. 3 (BIGRec, LLaMA-7B, 32 layers)", dataset=DATASET))
+
+
+# --- Fig. 4 / Table 3 --------------------------------------------------------------------------------------------
+def _cmp_fig4(ours, paper):
+    off = ours[ours["offload"]].sort_values("k")
+    steps = np.diff(off["device_param_MiB"].to_numpy())
+    linear = bool(np.allclose(steps, steps[0], rtol=1e-4))  # the stored CSV keeps 6 significant digits
+    exact = bool((off["upload_bytes"] == off["table3_upload_bytes"]).all())
+    fed = ours[~ours["offload"]]
+    return pd.DataFrame([
+        _row("device parameters grow by one layer per k (O(k+1))", "O(k+1)", f"{steps[0] * 2**20:.0f} B per k", linear),
+        _row("measured upload = (k+1) b + 2c", "O((k+1) b + 2c)", "equal for every k" if exact else "differs", exact),
+        _row("device memory at k=1 vs no offloading", "O(k+1) vs O(N)",
+             f"{off['device_memory_MiB'].iloc[0]:.2f} vs {fed['device_memory_MiB'].iloc[0]:.2f} MiB",
+             bool(off["device_memory_MiB"].iloc[0] < fed["device_memory_MiB"].iloc[0])),
+    ])
+
+
+register(FigureCard(
+    id="fellrec-fig4-costs", title="Fig. 4 / Table 3: device memory, bytes and time against k",
+    caption="Figure 4: the time (s) and memory (MiB) cost for different values of k; Table 3: Cost of FELLRec "
+            "and FedAvg.", kind="figure", paper=pd.DataFrame(columns=["k"]), configs=lambda s: [E.base(s)],
+    compute_fn=_with_size(E.costs), plot_fn=lambda o, p: plots.cost_lines(o, p, _smoke(o)),
+    compare_fn=_cmp_fig4, tolerance=0.0, tolerance_text="exact: measured bytes equal Table 3's formula with "
+    "measured b and c; parameter bytes linear in k",
+    expected="Device memory and upload grow linearly with k; offloading stores far less than FedAvg's O(N).",
+    columns=("k", "device_memory_MiB", "upload_bytes", "table3_upload_bytes"),
+    notes=("Seconds are measured on a loaded shared 2-core machine; memory = parameters the device holds + "
+           "tensors autograd saves on the device for one batch.",
+           "The paper's Fig. 4 is for LLaMA-7B on V100s (seconds and MiB per k, no table); we check Table 3's forms."),
+    paper_ref="Fig. 4, Table 3", dataset=DATASET))
+
+
+# --- Fig. 5 --------------------------------------------------------------------------------------------------------
+def _cmp_fig5(ours, paper):
+    last = ours.groupby("variant", sort=False).last()
+    fa = last.loc["FedAvg", "R@10"]
+    rows = [_row(f"{v} R@10", "above FedAvg" if v != "FedAvg" else "", float(last.loc[v, "R@10"]),
+                 bool(last.loc[v, "R@10"] >= fa * 0.99) if v != "FedAvg" else None,
+                 "1% slack for seed noise") for v in last.index]
+    return pd.DataFrame(rows)
+
+
+register(FigureCard(
+    id="fellrec-fig5-ablation", title="Fig. 5: dynamic aggregation and dynamic learning speed, each alone",
+    caption="Figure 5: Contributions of dynamic parameter aggregation and learning speed to FELLRec.",
+    kind="figure", paper=pd.DataFrame(columns=["variant", "R@10"]), configs=E.fig5_configs,
+    compute_fn=_with_size(E.fig5), plot_fn=lambda o, p: plots.ablation(o, p, _smoke(o)), compare_fn=_cmp_fig5,
+    tolerance=0.01, tolerance_text="each variant's R@10 >= FedAvg's (1% slack), one seed",
+    expected="Each part alone beats FedAvg; both together are best.",
+    columns=("variant", "round", "val_R@10", "R@10"),
+    notes=(SUBSTITUTION, "'dynamic learning speed only' replaces the similarities by data-size weights."),
+    paper_ref="Fig. 5 (bars only, no numbers in the text)", dataset=DATASET))
+
+
+# --- Fig. 7 --------------------------------------------------------------------------------------------------------
+def _cmp_fig7(ours, paper):
+    rows = []
+    for s, g in ours.groupby("sweep"):
+        rows.append(_row(f"R@10 range over {s}", "varies, best at a middle value",
+                         f"{g['R@10'].min():.4f}..{g['R@10'].max():.4f}", None, "for information"))
+    return pd.DataFrame(rows)
+
+
+register(FigureCard(
+    id="fellrec-fig7-alpha-beta", title="Fig. 7: sensitivity to alpha and beta",
+    caption="Figure 7: Hyper-parameters analysis of Games.", kind="figure",
+    paper=pd.DataFrame(columns=["sweep", "value", "R@10"]), configs=E.fig7_configs,
+    compute_fn=_with_size(E.fig7), plot_fn=lambda o, p: plots.sensitivity(o, p, _smoke(o)), compare_fn=_cmp_fig7,
+    tolerance=None, tolerance_text="for information: the paper gives the curves only as a figure",
+    expected="Faster warm-up (larger alpha, smaller beta) helps up to a point, then hurts.",
+    columns=("sweep", "value", "R@10"), notes=(SUBSTITUTION, "One seed per point."),
+    paper_ref="Fig. 7", dataset=DATASET))
+
+CARD_IDS = ("fellrec-table1-ml100k", "fellrec-table4-ml100k", "fellrec-table6-ml100k", "fellrec-fig3-probes",
+            "fellrec-fig4-costs", "fellrec-fig5-ablation", "fellrec-fig7-alpha-beta")
+__all__ = ["CARD_IDS", "CARDS", "stored", "registry_call"]

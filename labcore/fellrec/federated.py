@@ -1,0 +1,252 @@
+"""Training: the central "foundation" pre-training, then LoRA fine-tuning by the clients with one of
+FedAvg, FedProx, Ditto, FELLRec (Algorithm 1), or centrally (the BIGRec row of Table 1).
+
+`run(cfg)` returns a `FedResult`: the final per-client test metrics, one row per (round, client)
+(loss, w_c, validation R@10) and the measured bytes of every round. Results are cached on disk by
+`cfg.key()`; the foundation model by the fields that define it, so every method starts from the same one.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..fed.engine import default_cache_dir, use_threads
+from ..net.message import array_part, serialize_part
+from .aggregate import fedavg, fellrec_aggregate
+from .clients import assign_clients
+from .config import FellrecConfig
+from .data import SeqData, eval_inputs, load, windows
+from .metrics import rank_metrics
+from .model import GPTRec, freeze_base, get_lora, make_model, set_lora
+from .offload import Channel, full_step, split, split_step
+
+FOUNDATION_FIELDS = ("dataset", "item_text", "max_users", "history", "foundation_share", "vocab_size", "data_seed",
+                     "n_layer", "n_embd", "n_head", "lora_rank", "lora_alpha", "pretrain_epochs", "pretrain_lr")
+
+
+def cache_dir() -> Path:
+    return default_cache_dir() / "fellrec"
+
+
+_DATA: dict = {}
+
+
+def dataset(cfg: FellrecConfig) -> SeqData:
+    key = (cfg.dataset, cfg.item_text, cfg.max_users, cfg.foundation_share, cfg.vocab_size, cfg.data_seed)
+    if key not in _DATA:
+        _DATA[key] = load(cfg)
+    return _DATA[key]
+
+
+def batches(n: int, size: int, gen: torch.Generator):
+    order = torch.randperm(n, generator=gen)
+    return [order[i: i + size] for i in range(0, n, size)]
+
+
+# --- the foundation model ---------------------------------------------------------------------------------
+def foundation(cfg: FellrecConfig, data: SeqData | None = None) -> GPTRec:
+    """The base model pre-trained (all weights) on the foundation users' full sequences; cached."""
+    data = data or dataset(cfg)
+    from ..typed_config import hash_key
+
+    key = hash_key({f: getattr(cfg, f) for f in FOUNDATION_FIELDS}, "found-")
+    path = cache_dir() / "foundation" / f"{key}.pt"
+    model = make_model(cfg, data, seed=cfg.data_seed)
+    if path.exists():
+        model.load_state_dict(torch.load(path, weights_only=True))
+        return model
+    use_threads()
+    x, y = (torch.as_tensor(a) for a in windows(data, data.foundation_users, cfg.history, part="all"))
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.pretrain_lr, weight_decay=0.01)
+    gen = torch.Generator().manual_seed(cfg.data_seed)
+    model.train()
+    for _ in range(cfg.pretrain_epochs):
+        for b in batches(len(x), cfg.batch_size, gen):
+            opt.zero_grad(set_to_none=True)
+            _, loss = model(x[b], y[b])
+            loss.backward()
+            opt.step()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    torch.save(model.state_dict(), tmp)
+    tmp.replace(path)
+    return model
+
+
+# --- evaluation --------------------------------------------------------------------------------------------
+@torch.no_grad()
+def evaluate(model: GPTRec, data: SeqData, users: np.ndarray, history: int, part: str = "test") -> dict:
+    """Per-user full-ranking metrics of `users` (arrays), scored at each user's last history position."""
+    x, last, seen, targets = eval_inputs(data, users, history, part)
+    logits, _ = model(torch.as_tensor(x))
+    scores = logits[torch.arange(len(users)), torch.as_tensor(last)]
+    return rank_metrics(scores, seen, targets)
+
+
+# --- one client's local training -----------------------------------------------------------------------------
+def local_train(model: GPTRec, params, x, y, cfg: FellrecConfig, gen: torch.Generator, channel: Channel | None,
+                prox: dict | None = None, prox_mu: float = 0.0) -> float:
+    """`local_epochs` of Adam on the adapters over (x, y); FedProx/Ditto add mu/2 ||R - prox||^2.
+    Through the split model when a channel is given. Returns the mean batch loss."""
+    opt = torch.optim.Adam(params, lr=cfg.lr)
+    names = {id(p): n for n, p in model.named_parameters()}
+    halves = split(model, cfg.client_layers) if channel is not None else None
+    losses = []
+    for _ in range(cfg.local_epochs):
+        for b in batches(len(x), cfg.batch_size, gen):
+            opt.zero_grad(set_to_none=True)
+            loss = split_step(*halves, x[b], y[b], channel) if halves else full_step(model, x[b], y[b])
+            if prox is not None and prox_mu > 0:
+                reg = sum(((p - prox[names[id(p)]]) ** 2).sum() for p in params) * (prox_mu / 2)
+                reg.backward()
+            opt.step()
+            losses.append(float(loss))
+    return float(np.mean(losses)) if losses else 0.0
+
+
+# --- results ----------------------------------------------------------------------------------------------------
+@dataclass
+class FedResult:
+    config: FellrecConfig
+    clients: pd.DataFrame  # one row per client: users, samples, R@10, R@20, N@10, N@20 (test)
+    rounds: pd.DataFrame  # one row per (round, client): loss, w, val_R@10
+    ledger: pd.DataFrame  # one row per (round, direction, part): measured bytes
+    seconds: float = 0.0
+    notes: str = ""
+    meta: dict = field(default_factory=dict)
+
+    def overall(self) -> dict:
+        """User-weighted means over every client user, and the imbalance of R@10 across clients."""
+        from .metrics import imbalance
+
+        c = self.clients
+        w = c["users"] / c["users"].sum()
+        out = {m: float((c[m] * w).sum()) for m in ("R@10", "R@20", "N@10", "N@20")}
+        out["imbalance"] = imbalance(c["R@10"].to_numpy())
+        return out
+
+    def save(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.clients.to_csv(folder / "clients.csv", index=False)
+        self.rounds.to_csv(folder / "rounds.csv", index=False)
+        self.ledger.to_csv(folder / "ledger.csv", index=False)
+        (folder / "meta.json").write_text(json.dumps({"config": self.config.to_dict(), "seconds": self.seconds,
+                                                      "notes": self.notes, **self.meta}, default=list))
+
+    @classmethod
+    def load(cls, folder: Path, cfg: FellrecConfig) -> "FedResult":
+        meta = json.loads((folder / "meta.json").read_text())
+        return cls(cfg, pd.read_csv(folder / "clients.csv"), pd.read_csv(folder / "rounds.csv"),
+                   pd.read_csv(folder / "ledger.csv"), meta.get("seconds", 0.0), meta.get("notes", ""))
+
+
+def lora_bytes(state: dict, layers: list[int]) -> int:
+    """Measured bytes of one LoRA message: the adapters of `layers`, each a serialized Part."""
+    from .model import layer_of
+
+    return sum(len(serialize_part(array_part(n, "factors", v.numpy()))) for n, v in state.items()
+               if layer_of(n) in layers)
+
+
+def run(cfg: FellrecConfig, progress: bool = False, use_cache: bool = True) -> FedResult:
+    folder = cache_dir() / "runs" / cfg.key()
+    if use_cache and (folder / "meta.json").exists():
+        return FedResult.load(folder, cfg)
+    res = _train(cfg, progress)
+    if use_cache:
+        res.save(folder)
+    return res
+
+
+def _train(cfg: FellrecConfig, progress: bool) -> FedResult:
+    use_threads()
+    t0 = time.perf_counter()
+    data = dataset(cfg)
+    groups = assign_clients(cfg, data)
+    model = foundation(cfg, data)
+    params = freeze_base(model)
+    init = get_lora(model)
+    n = cfg.n_layer
+    device_layers = (list(range(1, cfg.client_layers + 1)) + [n]) if cfg.offload else list(range(1, n + 1))
+    local = [tuple(torch.as_tensor(a) for a in windows(data, g, cfg.history)) for g in groups]
+    sizes = [len(x) for x, _ in local]
+    C = len(groups)
+    states = [dict(init) for _ in range(C)]  # what each client starts its next round from
+    personal = [dict(init) for _ in range(C)]  # Ditto's personal models
+    glob = dict(init)
+    rows, ledger = [], []
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=cfg.rounds, desc=cfg.describe(), leave=False)
+
+    if cfg.method == "central":
+        x = torch.cat([a for a, _ in local])
+        y = torch.cat([b for _, b in local])
+    for t in range(cfg.rounds):
+        gen = torch.Generator().manual_seed(int(np.random.SeedSequence([cfg.seed, t]).generate_state(1)[0]))
+        if cfg.method == "central":
+            set_lora(model, glob)
+            loss = local_train(model, params, x, y, cfg, gen, None)
+            glob = get_lora(model)
+            rows += [{"round": t, "client": c, "loss": loss, "w": np.nan} for c in range(C)]
+        else:
+            new, losses, channel = [], [], Channel() if cfg.offload else None
+            for c in range(C):
+                xc, yc = local[c]
+                if cfg.method == "ditto":  # the personal model first, pulled towards the global one
+                    set_lora(model, personal[c])
+                    local_train(model, params, xc, yc, cfg, gen, channel, prox=glob, prox_mu=cfg.ditto_lambda)
+                    personal[c] = get_lora(model)
+                set_lora(model, states[c])
+                prox = states[c] if cfg.method == "fedprox" else None
+                losses.append(local_train(model, params, xc, yc, cfg, gen, channel, prox, cfg.prox_mu))
+                new.append(get_lora(model))
+            w = np.full(C, np.nan)
+            if cfg.method == "fellrec":
+                states, wt, _ = fellrec_aggregate(new, losses, t + 1, cfg.alpha, cfg.beta, cfg.dyn_agg,
+                                                  cfg.dyn_speed, sizes)
+                w = wt.numpy()
+            else:
+                glob = fedavg(new, sizes)
+                states = [glob for _ in range(C)]
+            rows += [{"round": t, "client": c, "loss": losses[c], "w": float(w[c])} for c in range(C)]
+            up = sum(lora_bytes(s, device_layers) for s in new)
+            down = sum(lora_bytes(s, device_layers) for s in states)
+            ledger += [{"round": t, "direction": "up", "part": "lora", "bytes": up},
+                       {"round": t, "direction": "down", "part": "lora", "bytes": down}]
+            if channel is not None:
+                ledger += [{"round": t, "direction": d, "part": p, "bytes": b} for (d, p), b in channel.bytes.items()]
+        # validation R@10 of every client after the round (the learning curves of Fig. 5)
+        for c in range(C):
+            set_lora(model, _eval_state(cfg, c, glob, states, personal))
+            val = evaluate(model, data, groups[c], cfg.history, "valid")["R@10"]
+            rows[-C + c]["val_R@10"] = float(val.mean())
+        if bar:
+            bar.update(1)
+    if bar:
+        bar.close()
+    crow = []
+    for c in range(C):
+        set_lora(model, _eval_state(cfg, c, glob, states, personal))
+        m = evaluate(model, data, groups[c], cfg.history, "test")
+        crow.append({"client": c, "users": len(groups[c]), "samples": sizes[c],
+                     **{k: float(v.mean()) for k, v in m.items()}})
+    return FedResult(cfg, pd.DataFrame(crow), pd.DataFrame(rows),
+                     pd.DataFrame(ledger, columns=["round", "direction", "part", "bytes"]),
+                     time.perf_counter() - t0, data.notes)
+
+
+def _eval_state(cfg, c, glob, states, personal):
+    if cfg.method == "central":
+        return glob
+    if cfg.method == "ditto":
+        return personal[c]
+    return states[c]

@@ -1,0 +1,114 @@
+"""Plotly figures of the FELLRec topic (cards, page and notebook draw the same ones)."""
+from __future__ import annotations
+
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+SMOKE_NOTE = " (smoke run: synthetic data, not the paper's numbers)"
+
+
+def _title(t: str, smoke: bool) -> str:
+    return t + (SMOKE_NOTE if smoke else "")
+
+
+def methods_bars(ours: pd.DataFrame, paper: pd.DataFrame, smoke: bool = False):
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("ours (ML-100K, small transformer)",
+                                                         "paper (Games, BIGRec backend)"))
+    for m in ("R@10", "R@20", "N@10", "N@20"):
+        fig.add_bar(x=ours["method"], y=ours[m], name=f"ours {m}", row=1, col=1)
+        p = paper[paper["backend"] == "BIGRec"] if "backend" in paper else paper
+        if len(p):
+            fig.add_bar(x=p["method"], y=p[m], name=f"paper {m}", row=1, col=2)
+    fig.update_layout(title=_title("Table 1: overall accuracy by method", smoke), barmode="group")
+    return fig
+
+
+def client_bars(ours: pd.DataFrame, paper: pd.DataFrame, smoke: bool = False):
+    cols = [c for c in ours.columns if c.startswith("client ")]
+    long = ours.melt(id_vars=["method", "imbalance"], value_vars=cols, var_name="client", value_name="R@10")
+    long["label"] = long["method"] + " (imbalance " + long["imbalance"].map("{:.2f}".format) + ")"
+    fig = px.bar(long, x="client", y="R@10", color="label", barmode="group",
+                 title=_title("Table 4: Recall@10 per client and imbalance (best - worst) / worst", smoke))
+    return fig
+
+
+def dirichlet_lines(ours: pd.DataFrame, paper: pd.DataFrame, smoke: bool = False):
+    fig = go.Figure()
+    for m in ("fedavg", "fellrec"):
+        o = ours[ours["method"] == m]
+        fig.add_scatter(x=o["c"], y=o["R@10"], name=f"ours {m}", mode="lines+markers")
+        if m in paper:
+            fig.add_scatter(x=paper["c"], y=paper[m], name=f"paper {m} (Games)", mode="lines+markers",
+                            line={"dash": "dot"}, yaxis="y2")
+    fig.update_layout(title=_title("Table 6: R@10 under Dirichlet(c) clients", smoke), xaxis_title="c",
+                      yaxis_title="ours R@10", yaxis2={"title": "paper R@10", "overlaying": "y", "side": "right"})
+    return fig
+
+
+def probe_lines(ours: pd.DataFrame, paper=None, smoke: bool = False, k: int | None = None):
+    fig = px.line(ours, x="layer", y="similarity", color="probe", markers=True,
+                  title=_title("Fig. 3: probe reconstruction of the input from each layer's output", smoke))
+    if k is not None:
+        fig.add_vline(x=k, line_dash="dash", annotation_text=f"k = {k}: the server sees this layer's output")
+    fig.update_layout(yaxis_title="cosine similarity (held-out users)")
+    return fig
+
+
+def cost_lines(ours: pd.DataFrame, paper=None, smoke: bool = False):
+    fig = make_subplots(rows=1, cols=3, subplot_titles=("device memory (MiB)", "upload per local epoch (KiB)",
+                                                         "compute (s)"))
+    off = ours[ours["offload"]]
+    fed = ours[~ours["offload"]]
+    fig.add_scatter(x=off["k"], y=off["device_memory_MiB"], name="device memory", mode="lines+markers", row=1, col=1)
+    fig.add_scatter(x=fed["k"], y=fed["device_memory_MiB"], name="no offloading (FedAvg)", mode="markers",
+                    marker={"symbol": "x", "size": 12}, row=1, col=1)
+    fig.add_scatter(x=off["k"], y=off["upload_bytes"] / 1024, name="measured upload", mode="lines+markers", row=1, col=2)
+    fig.add_scatter(x=off["k"], y=off["table3_upload_bytes"] / 1024, name="Table 3: (k+1) b + 2c",
+                    mode="lines", line={"dash": "dot"}, row=1, col=2)
+    fig.add_scatter(x=off["k"], y=off["device_seconds"], name="device seconds", mode="lines+markers", row=1, col=3)
+    fig.add_scatter(x=off["k"], y=off["server_seconds"], name="server seconds", mode="lines+markers", row=1, col=3)
+    fig.update_xaxes(title_text="k (layers 1..k and N on the device)")
+    fig.update_layout(title=_title("Fig. 4 / Table 3: device cost against k", smoke))
+    return fig
+
+
+def ablation(ours: pd.DataFrame, paper=None, smoke: bool = False):
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("validation R@10 per round (learning speed)",
+                                                         "final test R@10"))
+    for v, g in ours.groupby("variant", sort=False):
+        fig.add_scatter(x=g["round"], y=g["val_R@10"], name=v, mode="lines+markers", row=1, col=1)
+    last = ours.groupby("variant", sort=False).last().reset_index()
+    fig.add_bar(x=last["variant"], y=last["R@10"], name="test R@10", showlegend=False, row=1, col=2)
+    fig.update_layout(title=_title("Fig. 5: contributions of dynamic aggregation and learning speed", smoke))
+    return fig
+
+
+def sensitivity(ours: pd.DataFrame, paper=None, smoke: bool = False):
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("alpha (beta fixed)", "beta (alpha fixed)"))
+    for i, s in enumerate(("alpha", "beta"), start=1):
+        g = ours[ours["sweep"] == s]
+        fig.add_scatter(x=g["value"], y=g["R@10"], name=f"R@10 vs {s}", mode="lines+markers", row=1, col=i)
+    fig.update_layout(title=_title("Fig. 7: sensitivity to the warm-up factors", smoke), yaxis_title="R@10")
+    return fig
+
+
+def heating(df: pd.DataFrame, title: str = "Curriculum heating: w_c per round (eq. 4)"):
+    fig = px.line(df, x="round", y="w", color=df["client"].astype(str), markers=True, hover_data=["loss"],
+                  title=title, labels={"color": "client", "w": "w_c"})
+    fig.update_yaxes(range=[0, 1.05])
+    return fig
+
+
+def warmup_curves(losses, alpha: float, beta: float, rounds: int = 20):
+    """w_c(t) of eq. (4) for given client losses (no training): the curve a slider moves."""
+    from .aggregate import warmup
+
+    rows = [{"round": t, "client": f"client {c + 1} (loss {losses[c]:.2f})", "w": float(w)}
+            for t in range(1, rounds + 1) for c, w in enumerate(warmup(losses, t, alpha, beta))]
+    df = pd.DataFrame(rows)
+    fig = px.line(df, x="round", y="w", color="client", markers=True,
+                  title=f"eq. (4): w_c = tanh(alpha / softmax(L)_c^(t/beta)), alpha={alpha:g}, beta={beta:g}")
+    fig.update_yaxes(range=[0, 1.05], title="w_c")
+    return fig

@@ -1,0 +1,288 @@
+"""Figure cards of the federated-optimization topic (registered on import).
+
+The original papers print these results as figures without numbers (FedProx Fig. 1, SCAFFOLD's drift plots,
+q-FFL's accuracy histograms, the backdoor papers' curves), so each card checks the expected shape stated in
+`expected` and shows ours; `paper` holds the claim being checked, one row per quantity.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..figures.registry import FigureCard, register
+from . import experiments as ex
+from . import plots
+
+CLAIM_COLUMNS = ["quantity", "claim"]
+
+
+def _claims(*rows) -> pd.DataFrame:
+    return pd.DataFrame(list(rows), columns=CLAIM_COLUMNS)
+
+
+def _row(quantity, paper, ours, ok, note=""):
+    return {"quantity": quantity, "paper": paper, "ours": ours, "ok": ok, "note": note}
+
+
+def _sized(df: pd.DataFrame, size: str) -> pd.DataFrame:
+    return df.assign(size=size)
+
+
+def _final(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    return df.sort_values("round").groupby(keys, as_index=False).tail(1)
+
+
+# --- FedProx Fig. 1 ----------------------------------------------------------------------------------------------
+def _stragglers_compute(size, progress):
+    return _sized(ex._frame(ex.stragglers_runs(size), progress)[["stragglers", "method", "round", "train_loss"]], size)
+
+
+def _stragglers_compare(ours, paper):
+    last = ours[ours["round"] > ours["round"].max() * 0.75]
+    at = lambda s, m: last[(last.stragglers == s) & (last.method == m)]["train_loss"]  # noqa: E731
+    fa, fp = at(0.9, "FedAvg (drops stragglers)"), at(0.9, "FedProx mu=1")
+    same = np.abs(at(0.0, "FedProx mu=0").values - at(0.0, "FedAvg (drops stragglers)").values).max()
+    return pd.DataFrame([
+        _row("final training loss at 90% stragglers: FedProx mu=1 < FedAvg", "lower (Fig. 1, Synthetic(1,1))",
+             f"{fp.iloc[-1]:.3f} vs {fa.iloc[-1]:.3f}", bool(fp.iloc[-1] < fa.iloc[-1])),
+        _row("instability over the last quarter of rounds (std of the loss), 90% stragglers",
+             "FedAvg unstable, FedProx stable", f"FedAvg {fa.std():.3f}, FedProx {fp.std():.3f}",
+             bool(fp.std() < fa.std())),
+        _row("0% stragglers: FedProx mu=0 equals FedAvg", "identical curves",
+             f"max |diff| {same:.2e}", bool(same <= 1e-9)),
+    ])
+
+
+register(FigureCard(
+    id="flalgos-fedprox-stragglers", title="FedProx Fig. 1: stragglers on Synthetic(1,1)",
+    caption="Training loss of FedAvg (which drops stragglers), FedProx with mu=0 and with mu=1 (which keep their "
+            "partial work) at 0 %, 50 % and 90 % stragglers on Synthetic(1,1).",
+    kind="figure", paper=_claims(("final loss at 90% stragglers", "FedProx mu=1 below FedAvg; FedAvg unstable")),
+    configs=lambda size: ex.configs(ex.stragglers_runs(size)), compute_fn=_stragglers_compute,
+    plot_fn=plots.stragglers, compare_fn=_stragglers_compare, tolerance=None,
+    tolerance_text="shape: FedProx mu=1 ends lower and varies less than FedAvg at 90 % stragglers",
+    expected="At 0 % stragglers the three curves nearly coincide; at 90 % FedAvg's loss jumps around while "
+             "FedProx (mu=1) decreases steadily and ends lower.",
+    columns=("stragglers", "method", "round", "train_loss"),
+    notes=("FedProx runs E = 20 epochs of batch 10; we run a fixed 50 minibatch steps of batch 10 a round (a "
+           "power-law device would otherwise take thousands of steps), 200 rounds.",
+           "Stragglers take a uniform 1..K-1 steps, as FedProx's 'uniformly at random between 1 and E'.",
+           "The generator is FedProx's recipe (lognormal(4,2)+50 samples, 90 % train) with our seeds: absolute "
+           "losses differ from the figure's."),
+    paper_ref="Li et al., FedProx (MLSys 2020), Fig. 1, top row", dataset="Synthetic(1,1)"))
+
+
+# --- SCAFFOLD: quadratics -------------------------------------------------------------------------------------------
+def _quad_compute(size, progress):
+    return _sized(ex._frame(ex.quadratic_runs(size), progress)[["method", "round", "distance", "up_bytes"]], size)
+
+
+def _quad_compare(ours, paper):
+    fin = _final(ours, ["method"]).set_index("method")["distance"]
+    return pd.DataFrame([
+        _row("SCAFFOLD distance to x* (full participation)", "< 1e-8", f"{fin['SCAFFOLD']:.2e}",
+             bool(fin["SCAFFOLD"] < 1e-8)),
+        _row("FedAvg distance to x* (its floor)", "> 1e-3", f"{fin['FedAvg']:.2e}", bool(fin["FedAvg"] > 1e-3)),
+    ])
+
+
+register(FigureCard(
+    id="flalgos-scaffold-quadratics", title="SCAFFOLD vs FedAvg on heterogeneous quadratics",
+    caption="Distance to the optimum of the average of 10 quadratics with different curvatures and optima, "
+            "full participation, 10 local steps.",
+    kind="figure", paper=_claims(("SCAFFOLD", "converges to x* (Karimireddy et al., Thm. III / Fig. 3 shape)"),
+                                 ("FedAvg", "stalls at a heterogeneity floor")),
+    configs=lambda size: ex.configs(ex.quadratic_runs(size)), compute_fn=_quad_compute, plot_fn=plots.quadratics,
+    compare_fn=_quad_compare, tolerance=None, tolerance_text="SCAFFOLD < 1e-8, FedAvg > 1e-3",
+    expected="SCAFFOLD's distance falls linearly on a log scale to machine precision; FedAvg and FedProx level off.",
+    columns=("method", "round", "distance"),
+    notes=("Deterministic full gradients in float64; the wire carries float64 for this task.",),
+    paper_ref="Karimireddy et al., SCAFFOLD (ICML 2020)", dataset="quadratics"))
+
+
+# --- SCAFFOLD: digits ---------------------------------------------------------------------------------------------
+def _drift_compute(size, progress):
+    cols = ["dirichlet_alpha", "method", "round", "train_loss", "test_acc", "drift", "up_bytes"]
+    return _sized(ex._frame(ex.drift_runs(size), progress)[cols], size)
+
+
+def _drift_compare(ours, paper):
+    fin = _final(ours, ["dirichlet_alpha", "method"])
+    g = lambda a, m, c: float(fin[(fin.dirichlet_alpha == a) & (fin.method == m)][c].iloc[0])  # noqa: E731
+    lo, hi = min(ex.DRIFT_ALPHAS), max(ex.DRIFT_ALPHAS)
+    ratio = g(lo, "SCAFFOLD", "up_bytes") / g(lo, "FedAvg", "up_bytes")
+    return pd.DataFrame([
+        _row(f"test accuracy at Dirichlet {lo}: SCAFFOLD >= FedAvg - 1 point", "SCAFFOLD not worse",
+             f"{g(lo, 'SCAFFOLD', 'test_acc'):.3f} vs {g(lo, 'FedAvg', 'test_acc'):.3f}",
+             bool(g(lo, "SCAFFOLD", "test_acc") >= g(lo, "FedAvg", "test_acc") - 0.01)),
+        _row(f"FedAvg loses more accuracy from Dirichlet {hi} to {lo} than SCAFFOLD", "drift hurts FedAvg more",
+             f"FedAvg {g(hi, 'FedAvg', 'test_acc') - g(lo, 'FedAvg', 'test_acc'):+.3f}, SCAFFOLD "
+             f"{g(hi, 'SCAFFOLD', 'test_acc') - g(lo, 'SCAFFOLD', 'test_acc'):+.3f}", None, "information"),
+        _row("uplink bytes SCAFFOLD / FedAvg", "2 (control variates)", f"{ratio:.3f}", bool(abs(ratio - 2) < 0.01)),
+    ])
+
+
+register(FigureCard(
+    id="flalgos-scaffold-digits", title="Client drift on digits: FedAvg, FedProx, SCAFFOLD",
+    caption="Test accuracy against rounds on digits over 30 clients at Dirichlet 0.1 and 1.0, 20 local steps.",
+    kind="figure", paper=_claims(("heterogeneous data", "SCAFFOLD at least as good as FedAvg, at 2x the bytes")),
+    configs=lambda size: ex.configs(ex.drift_runs(size)), compute_fn=_drift_compute, plot_fn=plots.drift,
+    compare_fn=_drift_compare, tolerance=None,
+    tolerance_text="SCAFFOLD's final accuracy within 1 point of FedAvg's or above; uplink exactly 2x",
+    expected="At alpha 1.0 the three agree; at alpha 0.1 FedAvg oscillates and SCAFFOLD is steadier, paying twice "
+             "the uplink and downlink bytes.",
+    columns=("dirichlet_alpha", "method", "round", "test_acc"),
+    notes=("SCAFFOLD's paper uses EMNIST; we use scikit-learn's digits with multinomial logistic regression.",),
+    paper_ref="Karimireddy et al., SCAFFOLD (ICML 2020), Section 7", dataset="digits"))
+
+
+# --- q-FFL -----------------------------------------------------------------------------------------------------------
+QFFL_COLUMNS = ["q", "train_acc_mean", "train_acc_var", "train_acc_worst10", "acc_mean", "acc_var", "train_loss"]
+
+
+def _qffl_compute(size, progress):
+    return _sized(_final(ex._frame(ex.qffl_runs(size), progress), ["q"])[QFFL_COLUMNS], size)
+
+
+def _qffl_compare(ours, paper):
+    o = ours.sort_values("q").reset_index(drop=True)
+    v0 = o["train_acc_var"].iloc[0]
+    best = o["train_acc_var"].iloc[1:].idxmin()
+    v1, q1 = o.loc[best, "train_acc_var"], o.loc[best, "q"]
+    cost = o.loc[best, "train_acc_mean"] - o["train_acc_mean"].iloc[0]
+    return pd.DataFrame([
+        _row(f"variance of per-device accuracy, q = {q1:g} vs q = 0", "lower", f"{v1:.4f} vs {v0:.4f}", bool(v1 < v0)),
+        _row(f"mean per-device accuracy cost at q = {q1:g} (points)", "small (< 3)", f"{100 * cost:+.1f}",
+             bool(cost > -0.03)),
+        _row("worst-10 % device accuracy at that q vs q = 0", "higher",
+             f"{o.loc[best, 'train_acc_worst10']:.3f} vs {o['train_acc_worst10'].iloc[0]:.3f}", None, "information"),
+        _row("the same variance on the devices' test splits", "lower",
+             f"{o.loc[best, 'acc_var']:.4f} vs {o['acc_var'].iloc[0]:.4f}", None,
+             "information: 5-50 test samples a device, binomial noise p(1-p)/n is about this size"),
+    ])
+
+
+register(FigureCard(
+    id="flalgos-qffl-fairness", title="q-FFL: fairness of per-device accuracy against q",
+    caption="Variance and mean of the per-device accuracy of q-FedAvg's global model for q in {0, 1, 3} on "
+            "Synthetic(1,1), all 30 devices every round.",
+    kind="figure", paper=_claims(("q > 0", "lower variance of per-device accuracy at a small cost of the mean")),
+    configs=lambda size: ex.configs(ex.qffl_runs(size)), compute_fn=_qffl_compute, plot_fn=plots.qffl,
+    compare_fn=_qffl_compare, tolerance=None,
+    tolerance_text="variance lower for some q > 0 with the mean within 3 points",
+    expected="Variance falls as q grows while the mean drops a little.",
+    columns=("q", "train_acc_mean", "train_acc_var"),
+    notes=("q-FFL's Synthetic has 100 devices; ours 30 (FedProx's recipe), all of them every round, 1500 rounds of 2 "
+           "local steps.",
+           "Accuracy per device is measured on its training rows: the FedProx recipe leaves 5 test samples to the "
+           "smallest devices, so test-split variance is mostly binomial noise (shown for information).",
+           "q-FedAvg with L = 1 / lr as the reference code; the same lr for every q (the paper tunes it)."),
+    paper_ref="Li, Sanjabi, Beirami, Smith, q-FFL (ICLR 2020), Table 1 / Fig. 1", dataset="Synthetic(1,1)"))
+
+
+# --- personalization -------------------------------------------------------------------------------------------------
+def _personal_compute(size, progress):
+    rows = []
+    for label, cfg in ex.personal_runs(size):
+        from .simulation import run
+
+        cl = run(cfg).clients
+        col = "personal_acc" if "personal_acc" in cl else "test_acc"
+        rows.append(pd.DataFrame({"method": label["method"], "client": cl["client"], "accuracy": cl[col]}))
+    return _sized(pd.concat(rows, ignore_index=True), size)
+
+
+def _personal_compare(ours, paper):
+    m = ours.groupby("method")["accuracy"].mean()
+    g = m["FedAvg (global)"]
+    return pd.DataFrame([_row(f"{k}: mean personalized accuracy > global", "above the global model",
+                              f"{m[k]:.3f} vs {g:.3f}", bool(m[k] > g)) for k in ("Ditto", "pFedMe", "APFL")]
+                        + [_row("Per-FedAvg (FO) after one local step", "above the global model",
+                                f"{m['Per-FedAvg (FO)']:.3f} vs {g:.3f}", None, "information")])
+
+
+register(FigureCard(
+    id="flalgos-personalization", title="Personalization at Dirichlet 0.1 on digits",
+    caption="Per-client test accuracy of the global FedAvg model and of Ditto, pFedMe, APFL and Per-FedAvg's "
+            "personalized models; 30 clients, Dirichlet 0.1 label skew.",
+    kind="figure", paper=_claims(("personalized models", "above the global model on skewed clients")),
+    configs=lambda size: ex.configs(ex.personal_runs(size)), compute_fn=_personal_compute,
+    plot_fn=plots.personalization, compare_fn=_personal_compare, tolerance=None,
+    tolerance_text="mean personalized accuracy above the global model's (Ditto, pFedMe, APFL)",
+    expected="Each personalized method's box sits above FedAvg's, clients holding only a few classes gain most.",
+    columns=("method", "client", "accuracy"),
+    notes=("lambda = 0.1 for Ditto and pFedMe, alpha = 0.5 (fixed) for APFL, one local step of 0.05 for "
+           "Per-FedAvg's personalization.",),
+    paper_ref="Li et al. 2021 (Ditto); Dinh et al. 2020 (pFedMe); Deng et al. 2020 (APFL); Fallah et al. 2020",
+    dataset="digits"))
+
+
+# --- backdoors -------------------------------------------------------------------------------------------------------
+def _backdoor_compute(size, progress):
+    df = _final(ex._frame(ex.backdoor_runs(size), progress), ["attack", "defense"])
+    df = df.rename(columns={"test_acc": "clean_acc"})
+    if "backdoor" not in df:
+        df["backdoor"] = np.nan
+    return _sized(df[["attack", "defense", "clean_acc", "backdoor"]].reset_index(drop=True), size)
+
+
+def _backdoor_compare(ours, paper):
+    clean = float(ours[ours.attack == "none"]["clean_acc"].iloc[0])
+    r = ours[ours.attack == "replacement"].set_index("defense")
+    rows = [_row("model replacement, plain FedAvg: backdoor success", ">= 0.90", f"{r.loc['none', 'backdoor']:.3f}",
+                 bool(r.loc["none", "backdoor"] >= 0.9))]
+    for d in ("norm clipping", "median"):
+        drop = clean - r.loc[d, "clean_acc"]
+        rows.append(_row(f"{d}: backdoor success", "< 0.20", f"{r.loc[d, 'backdoor']:.3f}",
+                         bool(r.loc[d, "backdoor"] < 0.2)))
+        rows.append(_row(f"{d}: clean accuracy drop (points)", "< 3", f"{100 * drop:.1f}", bool(drop < 0.03)))
+    return pd.DataFrame(rows)
+
+
+register(FigureCard(
+    id="flalgos-backdoor", title="Backdoors and robust aggregation",
+    caption="Clean accuracy and backdoor success after model replacement (Bagdasaryan et al.) and DBA (Xie et al.) "
+            "by 3 of 30 clients, with each defense.",
+    kind="figure", paper=_claims(("model replacement, no defense", "backdoor success near 100 %"),
+                                 ("norm clipping / median", "backdoor mostly removed at a small clean cost")),
+    configs=lambda size: ex.configs(ex.backdoor_runs(size)), compute_fn=_backdoor_compute, plot_fn=plots.backdoor,
+    compare_fn=_backdoor_compare, tolerance=None,
+    tolerance_text="replacement >= 90 % on FedAvg; clipping and median < 20 % with < 3 points clean loss",
+    expected="Without a defense the boosted update plants the trigger; median, trimmed mean, Krum and clipping "
+             "remove it, Krum costing the most clean accuracy.",
+    columns=("attack", "defense", "clean_acc", "backdoor"),
+    notes=("Trigger: a saturated 2x4 pixel block in the top-left corner (DBA: four 2-pixel pieces, one per "
+           "attacker), target label 0; attackers poison half of each batch.",
+           "Both attacks scale their update by gamma = cohort / (server lr x attackers in the cohort) "
+           "(Bagdasaryan's n / eta, shared among the attackers; DBA scales too, as Xie et al.).",
+           "Numbers are read at the last round; attacks run from round 40 of 60."),
+    paper_ref="Bagdasaryan et al. (AISTATS 2020); Xie et al., DBA (ICLR 2020); Sun et al. 2019",
+    dataset="digits"))
+
+
+# --- bytes -----------------------------------------------------------------------------------------------------------
+def _bytes_compute(size, progress):
+    return _sized(ex.bytes_table(size, progress), size)
+
+
+def _bytes_compare(ours, paper):
+    s = ours[(ours.algorithm == "scaffold") & (ours.quantize_bits == 0)]
+    up, down = float(s["up_vs_fedavg"].iloc[0]), None
+    f = ours[(ours.algorithm == "fedavg") & (ours.quantize_bits == 0)]
+    down = float(s["down_bytes_per_client"].iloc[0] / f["down_bytes_per_client"].iloc[0])
+    return pd.DataFrame([
+        _row("SCAFFOLD uplink / FedAvg uplink", "2", f"{up:.4f}", bool(abs(up - 2) < 0.01)),
+        _row("SCAFFOLD downlink / FedAvg downlink", "2", f"{down:.4f}", bool(abs(down - 2) < 0.01)),
+    ])
+
+
+register(FigureCard(
+    id="flalgos-bytes", title="Bytes per round of every algorithm (measured)",
+    caption="Measured uplink and downlink bytes per client and round from the payload ledger, with and without "
+            "4-bit QSGD on the uplink.",
+    kind="table", paper=_claims(("SCAFFOLD", "sends x and c down, Delta y and Delta c up: twice FedAvg")),
+    configs=lambda size: ex.configs(ex.bytes_runs(size)), compute_fn=_bytes_compute, plot_fn=plots.bytes_bars,
+    compare_fn=_bytes_compare, tolerance=0.01, tolerance_text="ratio within 0.01 of 2",
+    expected="Every algorithm but SCAFFOLD (2x) and q-FedAvg (one extra float h) sends what FedAvg sends.",
+    columns=("algorithm", "up_bytes_per_client", "down_bytes_per_client"),
+    paper_ref="Karimireddy et al. 2020, Alg. 1", dataset="digits"))

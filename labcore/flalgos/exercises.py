@@ -1,0 +1,90 @@
+"""The notebook's base config and exercise checks (labs/08_fl_algorithms.ipynb).
+
+Every check computes its expected answer with the topic's own code (a short run, the payload ledger); called
+with `...` it says what to fill in.
+"""
+from __future__ import annotations
+
+from ..labs_support import Feedback, close, missing, paper_size, todo
+from .config import FLConfig, from_dict
+
+# Smoke size: digits over 20 clients, 10 a round, 10 local steps; a run takes a second or two on one core.
+LAB_BASE = dict(task="digits", n_clients=20, clients_per_round=10, local_steps=10, batch_size=10, lr=0.05, rounds=20,
+                eval_every=2, dirichlet_alpha=0.3)
+PAPER_BASE = dict(task="digits", n_clients=30, clients_per_round=10, local_steps=20, batch_size=10, lr=0.05,
+                  rounds=150, eval_every=5, dirichlet_alpha=0.1)
+QUADRATIC_BASE = dict(task="quadratic", n_clients=10, clients_per_round=10, local_steps=10, lr=0.1,
+                      weighting="uniform", rounds=60, eval_every=2)
+
+
+def lab_config(paper: bool | None = None, **overrides) -> FLConfig:
+    """The notebook's base run with `overrides` (paper size when LABCORE_PAPER_SIZE=1)."""
+    base = PAPER_BASE if (paper if paper is not None else paper_size()) else LAB_BASE
+    return from_dict({**base, **overrides})
+
+
+def quadratic_config(**overrides) -> FLConfig:
+    return from_dict({**QUADRATIC_BASE, **overrides})
+
+
+def check_fedavg_floor(answer, cfg: FLConfig | None = None) -> Feedback:
+    """FedAvg's distance to x* after its last round on the quadratics (it stops improving: a floor)."""
+    if missing(answer):
+        return todo("a number: FedAvg's final distance to the optimum (read it off the table or the plot)")
+    from .simulation import run
+
+    cfg = cfg or quadratic_config(algorithm="fedavg")
+    d = float(run(cfg).history["distance"].iloc[-1])
+    ok = close(answer, d, rel=0.05)
+    return Feedback(ok, f"{d:.3g}: with K = {cfg.local_steps} local steps every client drifts toward its own "
+                        "optimum, and averaging those drifted models does not land on x*" if ok else
+                    f"{answer} is not it: read the last value of the FedAvg run's `distance` column")
+
+
+def check_scaffold_uplink_factor(answer, cfg: FLConfig | None = None) -> Feedback:
+    """How many times FedAvg's measured uplink bytes does SCAFFOLD send in one round?"""
+    if missing(answer):
+        return todo("a number: SCAFFOLD's uplink bytes / FedAvg's uplink bytes")
+    from .simulation import run
+
+    cfg = (cfg or lab_config()).replace(rounds=1, eval_every=1)
+    up = {}
+    for a in ("fedavg", "scaffold"):
+        led = run(cfg.replace(algorithm=a)).ledger
+        up[a] = int(led[led.direction == "up"]["bytes"].sum())
+    ratio = up["scaffold"] / up["fedavg"]
+    ok = close(answer, ratio, abs_=0.02)
+    return Feedback(ok, f"{ratio:.3f}: each client sends its model change AND its control-variate change, "
+                        f"{up['scaffold']:,} against {up['fedavg']:,} bytes" if ok else
+                    f"{answer} is not it: what does a SCAFFOLD client send besides Delta y?")
+
+
+def check_mu_zero(answer) -> Feedback:
+    """The largest absolute difference between FedProx(mu=0) and FedAvg's global models after a run."""
+    if missing(answer):
+        return todo("a number: max |w_FedProx - w_FedAvg| after the same run with mu = 0")
+    from .simulation import Simulation
+
+    cfg = lab_config(rounds=3, straggler_policy="keep")
+    a, b = (Simulation(cfg.replace(algorithm=x, mu=0.0)) for x in ("fedavg", "fedprox"))
+    for s in (a, b):
+        s.run()
+    diff = float((a.strategy.w - b.strategy.w).abs().max())
+    ok = close(answer, diff, abs_=0.0)
+    return Feedback(ok, f"{diff:g}: the proximal term mu (w - w^t) adds exactly zero, so every step is the same "
+                        "floating-point operation" if ok else
+                    f"{answer} is not it: with mu = 0 what does the proximal term add to each gradient?")
+
+
+def check_more_heterogeneous(answer, alphas=(0.1, 10.0)) -> Feedback:
+    """Which Dirichlet alpha gives FedAvg the larger client drift (mean ||Delta_i - mean Delta||)?"""
+    if missing(answer):
+        return todo(f"one of {alphas}")
+    from .simulation import run
+
+    drift = {a: float(run(lab_config(dirichlet_alpha=a, rounds=5)).history["drift"].iloc[-1]) for a in alphas}
+    best = max(drift, key=drift.get)
+    ok = close(answer, best, abs_=1e-9)
+    return Feedback(ok, f"alpha = {best:g}: drift {drift[best]:.3f} against {min(drift.values()):.3f}; small alpha "
+                        "gives each client few classes, so local models pull apart" if ok else
+                    f"{answer} is not it: small alpha means each client holds only a few of the classes")

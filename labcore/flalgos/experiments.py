@@ -1,0 +1,146 @@
+"""The cards' experiments: which runs each card needs at each size, and the tables it draws from them.
+
+Every run is `simulation.run(cfg)` (cached by cfg.key()), so a card recomputes only what changed.
+Smoke sizes are a few rounds on few clients (seconds, CI); full sizes follow the papers' settings where the
+lab can afford them (see each function and the card notes).
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from .config import FLConfig
+from .simulation import run
+
+
+def _frame(runs: list[tuple[dict, FLConfig]], progress: bool = False, what: str = "history") -> pd.DataFrame:
+    it = runs
+    if progress:
+        from tqdm.auto import tqdm
+
+        it = tqdm(runs, desc="runs", leave=False)
+    out = []
+    for labels, cfg in it:
+        df = getattr(run(cfg), what).copy()
+        for k, v in labels.items():
+            df.insert(0, k, v)
+        out.append(df)
+    return pd.concat(out, ignore_index=True)
+
+
+def configs(runs) -> list[FLConfig]:
+    return [c for _, c in runs]
+
+
+# --- FedProx Fig. 1: stragglers on Synthetic(1, 1) ---------------------------------------------------------------
+STRAGGLER_SHARES = (0.0, 0.5, 0.9)
+STRAGGLER_METHODS = (("FedAvg (drops stragglers)", "fedavg", 0.0), ("FedProx mu=0", "fedprox", 0.0),
+                     ("FedProx mu=1", "fedprox", 1.0))
+
+
+def stragglers_runs(size: str):
+    """FedProx Section 5: 30 devices, 10 a round, lr 0.01, batch 10, mu = 1 for Synthetic(1,1); E = 20 epochs is
+    replaced by a fixed number of local minibatch steps (50 full, 10 smoke)."""
+    base = dict(task="synthetic", synthetic_alpha=1.0, synthetic_beta=1.0, n_clients=30, clients_per_round=10,
+                batch_size=10, lr=0.01, model="logreg")
+    base.update(local_steps=50, rounds=200, eval_every=5) if size == "full" else base.update(
+        local_steps=5, rounds=4, eval_every=2)
+    return [({"stragglers": s, "method": label}, FLConfig(algorithm=a, mu=mu, stragglers=s, **base))
+            for s in STRAGGLER_SHARES for label, a, mu in STRAGGLER_METHODS]
+
+
+# --- SCAFFOLD against FedAvg: quadratics and digits ----------------------------------------------------------
+def quadratic_runs(size: str):
+    """Heterogeneous quadratics, full participation, deterministic gradients (float64)."""
+    base = dict(task="quadratic", n_clients=10, clients_per_round=10, local_steps=10, lr=0.1, weighting="uniform",
+                rounds=100 if size == "full" else 30, eval_every=2)
+    return [({"method": l}, FLConfig(algorithm=a, mu=mu, **base)) for l, a, mu in
+            (("FedAvg", "fedavg", 0.0), ("FedProx mu=0.1", "fedprox", 0.1), ("SCAFFOLD", "scaffold", 0.0))]
+
+
+DRIFT_ALPHAS = (0.1, 1.0)
+
+
+def drift_runs(size: str):
+    """Digits over 30 clients, 10 a round, 20 local steps of batch 10 (lr 0.05), Dirichlet label skew."""
+    base = dict(task="digits", n_clients=30, clients_per_round=10, local_steps=20, batch_size=10, lr=0.05,
+                rounds=150 if size == "full" else 6, eval_every=5 if size == "full" else 2)
+    return [({"dirichlet_alpha": al, "method": l}, FLConfig(algorithm=a, mu=mu, dirichlet_alpha=al, **base))
+            for al in DRIFT_ALPHAS for l, a, mu in
+            (("FedAvg", "fedavg", 0.0), ("FedProx mu=0.1", "fedprox", 0.1), ("SCAFFOLD", "scaffold", 0.0))]
+
+
+# --- q-FFL fairness ---------------------------------------------------------------------------------------------
+Q_VALUES = (0.0, 1.0, 3.0)
+
+
+def qffl_runs(size: str):
+    """Synthetic(1,1), all 30 devices every round, 2 local steps of batch 32, lr 0.05 (L = 20), 1500 rounds: few
+    local steps keep q-FedAvg's step (1 / sum h, which shrinks with q ||Delta w||^2) close to q-FFL's own."""
+    base = dict(task="synthetic", n_clients=30, clients_per_round=30, local_steps=2, batch_size=32, lr=0.05,
+                weighting="uniform", rounds=1500 if size == "full" else 6, eval_every=750 if size == "full" else 6)
+    return [({"q": q}, FLConfig(algorithm="qffl", q=q, **base)) for q in Q_VALUES]
+
+
+# --- personalization at Dirichlet 0.1 --------------------------------------------------------------------------
+PERSONAL = (("FedAvg (global)", "fedavg"), ("Ditto", "ditto"), ("pFedMe", "pfedme"), ("APFL", "apfl"),
+            ("Per-FedAvg (FO)", "perfedavg"))
+
+
+def personal_runs(size: str):
+    base = dict(task="digits", dirichlet_alpha=0.1, n_clients=30, clients_per_round=10, local_steps=20,
+                batch_size=10, lr=0.05, lam=0.1, personal_lr=0.05, apfl_alpha=0.5,
+                rounds=100 if size == "full" else 4, eval_every=100 if size == "full" else 4)
+    return [({"method": l}, FLConfig(algorithm=a, **base)) for l, a in PERSONAL]
+
+
+# --- backdoors and defenses -------------------------------------------------------------------------------------
+DEFENSES = (("none", "none"), ("median", "median"), ("trimmed mean", "trimmed"), ("Krum", "krum"),
+            ("norm clipping", "clip"), ("clipping + noise", "clip"))
+
+
+def backdoor_runs(size: str):
+    """Digits, 30 clients (3 malicious), 10 a round; clean training then attacks from round 40 (full)."""
+    base = dict(task="digits", n_clients=30, clients_per_round=10, local_steps=20, batch_size=10, lr=0.1,
+                dirichlet_alpha=0.5, clip_norm=0.5, krum_f=2,
+                rounds=60 if size == "full" else 6, eval_every=2)
+    frm = 40 if size == "full" else 3
+    runs = [({"attack": "none", "defense": "none"}, FLConfig(**base))]
+    for attack in ("replacement", "dba"):
+        for label, d in DEFENSES:
+            runs.append(({"attack": attack, "defense": label},
+                         FLConfig(attack=attack, attackers=3, attack_from=frm, defense=d,
+                                  dp_noise=0.5 if label == "clipping + noise" else 0.0, **base)))
+    return runs
+
+
+# --- bytes per round ----------------------------------------------------------------------------------------------
+BYTES_ALGOS = ("fedavg", "fedprox", "scaffold", "qffl", "fedadam", "ditto", "pfedme", "apfl", "perfedavg")
+
+
+def bytes_runs(size: str):
+    base = dict(task="digits", n_clients=30, clients_per_round=10, local_steps=2, rounds=1, eval_every=1,
+                model="mlp" if size == "full" else "logreg", hidden=64)
+    runs = [({"algorithm": a, "quantize_bits": 0}, FLConfig(algorithm=a, **base)) for a in BYTES_ALGOS]
+    runs += [({"algorithm": a, "quantize_bits": 4}, FLConfig(algorithm=a, quantize_bits=4, **base))
+             for a in ("fedavg", "scaffold")]
+    return runs
+
+
+def bytes_table(size: str, progress: bool = False) -> pd.DataFrame:
+    rows = []
+    for labels, cfg in bytes_runs(size):
+        led = run(cfg).ledger
+        m = cfg.clients_per_round
+        up = led[led.direction == "up"]
+        down = led[led.direction == "down"]
+        rows.append({**labels, "params": _params(cfg), "up_parts": " + ".join(up.part.unique()),
+                     "up_bytes_per_client": up.bytes.sum() / m, "down_bytes_per_client": down.bytes.sum() / m})
+    df = pd.DataFrame(rows)
+    ref = df[(df.algorithm == "fedavg") & (df.quantize_bits == 0)]["up_bytes_per_client"].iloc[0]
+    df["up_vs_fedavg"] = df["up_bytes_per_client"] / ref
+    return df
+
+
+def _params(cfg: FLConfig) -> int:
+    d, k = 64, 10
+    return d * k + k if cfg.model == "logreg" else d * cfg.hidden + cfg.hidden + cfg.hidden * k + k

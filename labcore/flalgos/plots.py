@@ -1,0 +1,86 @@
+"""Plotly figures of the topic (cards, page, notebook). Each takes a DataFrame from `experiments` or a run."""
+from __future__ import annotations
+
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+SMOKE_NOTE = " (smoke run: tiny sizes, not the paper's numbers)"
+
+
+def _title(df: pd.DataFrame, title: str) -> str:
+    return title + (SMOKE_NOTE if "size" in df and (df["size"] == "smoke").any() else "")
+
+
+def _layout(fig, title):
+    fig.update_layout(title=title, template="plotly_white", height=420, legend_title_text="")
+    return fig
+
+
+def stragglers(df: pd.DataFrame, paper=None):
+    fig = px.line(df, x="round", y="train_loss", color="method", facet_col="stragglers", markers=False,
+                  labels={"train_loss": "training loss", "stragglers": "stragglers"})
+    fig.for_each_annotation(lambda a: a.update(text=f"{float(a.text.split('=')[1]):.0%} stragglers"))
+    return _layout(fig, _title(df, "FedProx Fig. 1 shape: Synthetic(1,1), training loss against rounds"))
+
+
+def quadratics(df: pd.DataFrame, paper=None):
+    fig = px.line(df, x="round", y="distance", color="method", log_y=True,
+                  labels={"distance": "||x - x*|| (log scale)"})
+    return _layout(fig, _title(df, "Heterogeneous quadratics: SCAFFOLD reaches x*, FedAvg stalls at a floor"))
+
+
+def drift(df: pd.DataFrame, paper=None):
+    fig = px.line(df, x="round", y="test_acc", color="method", facet_col="dirichlet_alpha",
+                  labels={"test_acc": "test accuracy", "dirichlet_alpha": "Dirichlet alpha"})
+    return _layout(fig, _title(df, "Client drift on digits: FedAvg, FedProx, SCAFFOLD"))
+
+
+def qffl(df: pd.DataFrame, paper=None):
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("variance of per-device accuracy", "mean per-device accuracy"))
+    x = df["q"].astype(str)
+    for col, name, dash in (("train_acc", "training rows", None), ("acc", "test split (noisy)", "dot")):
+        fig.add_trace(go.Scatter(x=x, y=df[f"{col}_var"], mode="lines+markers", name=name, line_dash=dash,
+                                 legendgroup=name), 1, 1)
+        fig.add_trace(go.Scatter(x=x, y=df[f"{col}_mean"], mode="lines+markers", name=name, line_dash=dash,
+                                 legendgroup=name, showlegend=False), 1, 2)
+    fig.update_xaxes(title_text="q")
+    return _layout(fig, _title(df, "q-FFL: raising q evens out the devices' accuracy"))
+
+
+def personalization(df: pd.DataFrame, paper=None):
+    fig = px.box(df, x="method", y="accuracy", points="all",
+                 labels={"accuracy": "per-client test accuracy", "method": ""})
+    return _layout(fig, _title(df, "Personalized vs global accuracy per client, digits at Dirichlet 0.1"))
+
+
+def backdoor(df: pd.DataFrame, paper=None):
+    long = df.melt(id_vars=["attack", "defense"], value_vars=["clean_acc", "backdoor"], var_name="metric")
+    long["metric"] = long["metric"].map({"clean_acc": "clean accuracy", "backdoor": "backdoor success"})
+    fig = px.bar(long, x="defense", y="value", color="metric", barmode="group", facet_col="attack",
+                 labels={"value": "", "defense": ""})
+    return _layout(fig, _title(df, "Backdoors (model replacement, DBA) against robust aggregation"))
+
+
+def bytes_bars(df: pd.DataFrame, paper=None):
+    d = df.assign(label=df["algorithm"] + df["quantize_bits"].map(lambda b: f" +{b}-bit" if b else ""))
+    long = d.melt(id_vars=["label"], value_vars=["up_bytes_per_client", "down_bytes_per_client"], var_name="dir")
+    long["dir"] = long["dir"].map({"up_bytes_per_client": "uplink", "down_bytes_per_client": "downlink"})
+    fig = px.bar(long, x="label", y="value", color="dir", barmode="group",
+                 labels={"value": "measured bytes per client per round", "label": ""})
+    return _layout(fig, _title(df, "Bytes on the wire per round (payload ledger)"))
+
+
+def history(h: pd.DataFrame, y: str = "test_acc", color: str = "method", log_y: bool = False, title: str = ""):
+    """Curves of one metric from several runs' histories (a `method` column tells them apart)."""
+    fig = px.line(h, x="round", y=y, color=color if color in h else None, log_y=log_y, markers=True)
+    return _layout(fig, title or y.replace("_", " "))
+
+
+def client_accuracy(clients: pd.DataFrame, title: str = "per-client test accuracy"):
+    cols = [c for c in ("test_acc", "personal_acc") if c in clients]
+    long = clients.melt(id_vars=["client"], value_vars=cols, var_name="model", value_name="accuracy")
+    long["model"] = long["model"].map({"test_acc": "global", "personal_acc": "personalized"})
+    fig = px.bar(long.sort_values("client"), x="client", y="accuracy", color="model", barmode="group")
+    return _layout(fig, title)

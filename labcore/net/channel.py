@@ -1,0 +1,170 @@
+"""A digital wireless link: the budget channel of the wireless-FL report (Eq. 6) and its rate regions (Eq. 7, 8).
+
+A link carries quantization levels xi in {0, 1/k, ..., 1} of the stochastic quantizer
+(`labcore.methods.quantize`). It has a budget K (levels per coordinate it can deliver error-free,
+written in bits: K = 2^budget_bits):
+
+* k <= K: the levels arrive exactly;
+* k >  K: the receiver gets xi([y + w]_[0,1], k) with w ~ N(0, 1/(4 K^2)), i.e. Gaussian noise of
+  the budget's resolution, clipped to [0, 1] and rounded back onto the k-level grid.
+
+The norm and the signs always arrive exactly (the report's simplification). `budget_bits = 0` means
+no limit (an error-free link). Several users share a channel through sum-rate constraints over
+subsets S of users (Eq. 7: sum_{i in S} d log2 k_i <= R(S)), equivalently budgets on products of
+levels (Eq. 8: prod_{i in S} k_i <= K(S)); `RateRegion` holds them in bits (log2 K(S)).
+
+`LinkModel` is what a simulation plugs in per client: budgets and rates of both directions, the
+channel applied to quantized levels and the seconds a message of b bits takes.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ..methods.quantize import MAX_LEVELS_LOG2, qsgd_omega, requantize
+
+MAX_BUDGET_BITS = MAX_LEVELS_LOG2
+
+
+class ChannelError(ValueError):
+    """A link or rate region is invalid; the message names the field and what is allowed."""
+
+
+def _check_bits(name: str, value, lo: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= value <= MAX_BUDGET_BITS:
+        raise ChannelError(f"{name}={value!r} is invalid: allowed range is {lo}..{MAX_BUDGET_BITS} "
+                           f"(bits, K = 2^bits{'; 0 = no limit' if lo == 0 else ''})")
+    return int(value)
+
+
+def noise_std(budget_bits: int) -> float:
+    """Standard deviation 1/(2K) of the channel noise w of Eq. (6); 0 for an unlimited link."""
+    _check_bits("budget_bits", budget_bits)
+    return 0.0 if budget_bits == 0 else 1.0 / (2.0 * 2.0**budget_bits)
+
+
+def exceeds(k: int, budget_bits: int) -> bool:
+    """True when k levels exceed the link's budget K (the noisy branch of Eq. 6)."""
+    return budget_bits != 0 and k > 2**budget_bits
+
+
+def transmit_levels(levels: torch.Tensor, k: int, budget_bits: int, gen: torch.Generator) -> torch.Tensor:
+    """Eq. (6) on quantization levels (int, 0..k): what the receiver decodes."""
+    _check_bits("budget_bits", budget_bits)
+    if not exceeds(k, budget_bits):
+        return levels
+    y = levels.to(torch.float64) / float(k)
+    w = torch.randn(y.shape, generator=gen, dtype=torch.float64) * noise_std(budget_bits)
+    return requantize((y + w).clamp(0.0, 1.0), k, gen)
+
+
+def effective_omega(d: int, k: float, budget_bits: int) -> float:
+    """A variance factor valid for quantizer + channel (what Theorem 1's bound uses on such a link).
+
+    k <= K: d/(4k^2) (Property 2). k > K: the first rounding, the channel noise (clipping to [0, 1]
+    is a projection, so it never adds error) and the second rounding add up to
+    d/(4k^2) + d/(4K^2) + d/(4k^2). The report uses d/(4K^2) there (Section 3.2)."""
+    if math.isinf(k):
+        return 0.0 if budget_bits == 0 else qsgd_omega(d, 2.0**budget_bits)
+    if not exceeds(int(k), budget_bits):
+        return qsgd_omega(d, k)
+    return 2 * qsgd_omega(d, k) + qsgd_omega(d, 2.0**budget_bits)
+
+
+# --- several users: rate regions (Eq. 7, 8) ----------------------------------------------------------------
+@dataclass(frozen=True)
+class RateRegion:
+    """Budgets log2 K(S) in bits per coordinate for subsets S of the users 0..n-1 (Eq. 8).
+
+    A subset not listed is unconstrained. A capacity region of a multiple-access or broadcast channel
+    is a polymatroid: budgets are >= 0, a larger set of users never has a smaller budget, and budgets
+    are submodular (a group's budget is at most the sum of its parts')."""
+
+    n: int
+    budgets: dict = field(default_factory=dict)  # frozenset/tuple of users -> log2 K(S) (bits per coordinate)
+
+    def __post_init__(self):
+        if isinstance(self.n, bool) or not isinstance(self.n, int) or not 1 <= self.n <= 16:
+            raise ChannelError(f"n={self.n!r} is invalid: the number of users is an integer in 1..16")
+        clean = {}
+        for s, v in dict(self.budgets).items():
+            users = frozenset([s] if isinstance(s, (int, np.integer)) else s)
+            if not users or not all(isinstance(u, (int, np.integer)) and 0 <= u < self.n for u in users):
+                raise ChannelError(f"budgets[{sorted(users) if users else s!r}] is invalid: a subset of users "
+                                   f"0..{self.n - 1} (not empty)")
+            try:
+                b = float(v)
+            except (TypeError, ValueError):
+                b = float("nan")
+            if not b >= 0 or math.isinf(b):
+                raise ChannelError(f"budgets[{sorted(users)}]={v!r} is invalid: a budget log2 K(S) is a finite "
+                                   "number of bits >= 0 (K(S) >= 1)")
+            clean[users] = b
+        object.__setattr__(self, "budgets", clean)
+        for (s, a), (t, b) in itertools.permutations(clean.items(), 2):
+            if s < t and a > b:
+                raise ChannelError(f"budgets[{sorted(t)}]={b:g} is invalid: it is smaller than the budget "
+                                   f"{a:g} of its subset {sorted(s)}, so this is not a rate region (a larger set "
+                                   "of users never has less rate)")
+            if s.isdisjoint(t) and (s | t) in clean and clean[s | t] > a + b + 1e-12:
+                raise ChannelError(f"budgets[{sorted(s | t)}]={clean[s | t]:g} is invalid: it exceeds the sum "
+                                   f"{a + b:g} of budgets[{sorted(s)}] and budgets[{sorted(t)}], so this is not "
+                                   "a rate region (the sum rate is at most the sum of the parts' rates)")
+
+    @staticmethod
+    def two_users(k1_bits: float, k2_bits: float, sum_bits: float) -> "RateRegion":
+        """The region of the report's Fig. 1 and Table 1: k1 <= K1, k2 <= K2, k1 k2 <= K(s) (in bits)."""
+        return RateRegion(2, {(0,): k1_bits, (1,): k2_bits, (0, 1): sum_bits})
+
+    def constraints(self) -> tuple[np.ndarray, np.ndarray]:
+        """(A, b) with A t <= b for t_i = log2 k_i: one row per listed subset (0/1 indicator)."""
+        rows = sorted(self.budgets.items(), key=lambda kv: (len(kv[0]), sorted(kv[0])))
+        A = np.zeros((len(rows), self.n))
+        for r, (s, _) in enumerate(rows):
+            A[r, sorted(s)] = 1.0
+        return A, np.array([b for _, b in rows], dtype=float)
+
+    def contains(self, t_bits, tol: float = 1e-9) -> bool:
+        """Whether levels k_i = 2^t_i satisfy every constraint of Eq. (8)."""
+        t = np.asarray(t_bits, dtype=float)
+        A, b = self.constraints()
+        return bool(np.all(t >= -tol) and np.all(A @ t <= b + tol))
+
+    def sum_rate_bits(self, d: int, t_bits) -> float:
+        """Eq. (7)'s left side for all users: sum_i d log2 k_i (bits per round)."""
+        return float(d * np.sum(t_bits))
+
+
+# --- what a simulation plugs in ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LinkModel:
+    """One client's links: budgets (bits, 0 = no limit) and rates (bits per second) of both directions."""
+
+    budget_up_bits: int = 0
+    budget_down_bits: int = 0
+    rate_up_bps: float = 1e6
+    rate_down_bps: float = 1e6
+
+    def __post_init__(self):
+        _check_bits("budget_up_bits", self.budget_up_bits)
+        _check_bits("budget_down_bits", self.budget_down_bits)
+        for name in ("rate_up_bps", "rate_down_bps"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 or math.isinf(v):
+                raise ChannelError(f"{name}={v!r} is invalid: a link rate is a finite number of bits per second > 0")
+
+    def budget(self, direction: str) -> int:
+        if direction not in ("up", "down"):
+            raise ChannelError(f"direction={direction!r} is invalid: allowed values are up, down")
+        return self.budget_up_bits if direction == "up" else self.budget_down_bits
+
+    def transmit(self, direction: str, levels: torch.Tensor, k: int, gen: torch.Generator) -> torch.Tensor:
+        return transmit_levels(levels, k, self.budget(direction), gen)
+
+    def seconds(self, bits_up: float, bits_down: float) -> float:
+        """Communication time of one round: download then upload at the link rates."""
+        return bits_down / self.rate_down_bps + bits_up / self.rate_up_bps

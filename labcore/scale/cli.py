@@ -1,0 +1,115 @@
+"""`labcore flower {sim,deploy,app} ...` and `labcore sweep ...` (Flower and Ray are imported only when used)."""
+from __future__ import annotations
+
+import itertools
+import sys
+from pathlib import Path
+
+BACKENDS = ("processes", "ray")
+
+
+def add_commands(sub, add_config_options) -> None:
+    p = sub.add_parser("flower", help="run a method as a Flower federation: in Flower's simulation engine (sim), "
+                                      "as SuperLink + SuperNode processes on this machine (deploy), or print the "
+                                      "app and commands for several machines (app); needs labcore[scale]")
+    p.add_argument("mode", choices=("sim", "deploy", "app"))
+    add_config_options(p)
+    p.add_argument("--nodes", type=int, default=None,
+                   help="SuperNodes, each serving a block of users (sim default: one per sampled client; deploy: 3)")
+    p.add_argument("--draws", choices=("engine", "local"), default="engine",
+                   help="engine: same numbers as `labcore run`; local: each node draws for its own users")
+    p.add_argument("--num-cpus", type=int, default=2, help="sim: CPUs of the local Ray cluster (one per ClientApp)")
+    p.add_argument("--out", help="write table.csv, ledger.csv and bytes_check.csv here")
+    p.set_defaults(fn=cmd_flower)
+
+    p = sub.add_parser("sweep", help="train a grid of configs in parallel (processes or a Ray cluster) and "
+                                     "print one row per config")
+    add_config_options(p)
+    p.add_argument("--grid", action="append", default=[], metavar="FIELD=V1,V2,...",
+                   help="a field and its values (repeat for a product), e.g. --grid rank=1,2,4 --grid method=colr,svd")
+    p.add_argument("--backend", choices=BACKENDS, default="processes")
+    p.add_argument("--jobs", type=int, default=2, help="processes, or CPUs of a local Ray cluster")
+    p.add_argument("--address", help="with --backend ray: an existing cluster (e.g. ray://host:10001 or auto)")
+    p.add_argument("--out", help="also write the table to this CSV")
+    p.set_defaults(fn=cmd_sweep)
+
+
+def grid_configs(base: dict, grid: list[str]) -> list:
+    from ..config import from_dict
+
+    axes = []
+    for item in grid:
+        if "=" not in item:
+            raise ValueError(f"--grid {item!r} is invalid: write FIELD=V1,V2,... (e.g. rank=1,2,4)")
+        name, values = item.split("=", 1)
+        axes.append([(name.strip().replace("-", "_"), v.strip()) for v in values.split(",") if v.strip()])
+    return [from_dict({**base, **dict(combo)}) for combo in itertools.product(*axes)] if axes else [from_dict(base)]
+
+
+def cmd_sweep(ns) -> int:
+    import pandas as pd
+
+    from ..cli import config_from_args
+    from ..config import RunConfig
+    from ..fed.engine import run
+    from ..figures.runs import train_parallel, train_ray
+
+    config_from_args(ns)  # the base options alone must make a valid config
+    given = {k: getattr(ns, k) for k in RunConfig.__dataclass_fields__ if getattr(ns, k, None) is not None}
+    cfgs = grid_configs(given, ns.grid)
+    if ns.backend == "ray":
+        n = train_ray(cfgs, address=ns.address, num_cpus=ns.jobs)
+    else:
+        n = train_parallel(cfgs, max(ns.jobs, 1))
+    print(f"trained {n} of {len(cfgs)} runs ({ns.backend}); the others were cached", file=sys.stderr)
+    fields = sorted({item.split("=", 1)[0].strip().replace("-", "_") for item in ns.grid})
+    rows = []
+    for c in cfgs:
+        f = run(c, progress=False).final
+        rows.append({**{k: getattr(c, k) for k in fields}, "key": c.key(), "hr": f["hr"], "ndcg": f["ndcg"],
+                     "bytes_up": f["bytes_up"], "bytes_down": f["bytes_down"]})
+    table = pd.DataFrame(rows)
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    if ns.out:
+        Path(ns.out).parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(ns.out, index=False)
+    return 0
+
+
+def cmd_flower(ns) -> int:
+    from ..cli import config_from_args
+
+    cfg = config_from_args(ns)
+    if ns.mode == "app":
+        from .deploy import APP_DIR
+
+        print(f"Flower app: {APP_DIR}\n"
+              "server:   flower-superlink --insecure --host 0.0.0.0 --port 8000\n"
+              "node k:   flower-supernode --insecure --superlink <server>:8000 "
+              "--node-config 'partition-id=<k> num-partitions=<n>'\n"
+              f"run:      FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION=1 flwr run {APP_DIR} <connection> "
+              "--run-config 'nodes=<n> config=\"<RunConfig as JSON>\" out=\"<folder>\"' --stream\n"
+              "(docs/scale-out.md: the connection in $FLWR_HOME/config.toml, one labcore install per machine)")
+        return 0
+    if ns.mode == "sim":
+        from .simulate import run_flower
+
+        res = run_flower(cfg, ns.nodes, draws=ns.draws, num_cpus=ns.num_cpus)
+    else:
+        import pandas as pd
+
+        from .deploy import LocalFederation
+        from .flower_app import FlowerRun
+
+        out = Path(ns.out or "flower-run")
+        with LocalFederation(ns.nodes or 3) as fed:
+            fed.run(cfg, out, draws=ns.draws)
+        res = FlowerRun(cfg, pd.read_csv(out / "table.csv"), pd.read_csv(out / "ledger.csv"),
+                        pd.read_csv(out / "bytes_check.csv"))
+    if ns.out:
+        res.save(ns.out)
+    cols = [c for c in ("round", "loss", "hr", "ndcg", "bytes_up", "bytes_down", "flower_bytes_up", "sec_round")
+            if c in res.table.columns]
+    print(f"{cfg.describe()} on {cfg.dataset} as a Flower federation ({ns.mode}):")
+    print(res.table[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    return 0

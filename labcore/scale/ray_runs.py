@@ -1,0 +1,105 @@
+"""Card runs and sweeps as Ray tasks: a local Ray cluster by default, or an existing one (`address`).
+
+Each task trains one config with the lab's engine (one engine thread, one Ray CPU) and sends the stored
+result files back; the driver writes them into its own run cache (`$LABCORE_CACHE/<key>/`), so the cards
+read them as they read `--jobs` runs, and the workers of a remote cluster need no shared disk (they need
+labcore installed and the datasets under their own `$LABCORE_DATA`).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+RESULT_FILES = ("table.csv", "ledger.csv", "result.json")
+
+
+def connect(address: str | None = None, num_cpus: int | None = None, attempts: int = 3) -> None:
+    """Join the Ray cluster at `address`, or start a local one with `num_cpus` CPUs (default: this machine's).
+
+    A local start is retried: on a heavily loaded machine Ray's node can miss its own start-up deadline.
+    """
+    import ray
+
+    if ray.is_initialized():
+        return
+    env = {k: v for k, v in os.environ.items() if k.startswith("LABCORE_")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    runtime_env = {"env_vars": env}
+    if address:
+        ray.init(address=address, runtime_env=runtime_env, log_to_driver=False)
+        return
+    for attempt in range(1, attempts + 1):
+        try:
+            ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False,
+                     runtime_env=runtime_env)
+            return
+        except Exception as e:  # "the current node timed out during startup" under load
+            ray.shutdown()
+            if attempt == attempts:
+                raise RuntimeError(f"could not start a local Ray cluster ({attempts} attempts): {e}") from e
+            time.sleep(2.0 * attempt)
+
+
+def _train_task(cfg_text: str) -> tuple[str, dict, dict | None, dict[str, bytes]]:
+    from ..figures.runs import _worker  # the same training path as the --jobs processes
+    from ..fed.engine import default_cache_dir
+    from .federation import config_from_text
+
+    cfg = config_from_text(cfg_text)
+    key, final, timing = _worker(cfg)
+    folder = default_cache_dir() / key
+    return key, final, timing, {f: (folder / f).read_bytes() for f in RESULT_FILES if (folder / f).exists()}
+
+
+def train_ray(cfgs: list, address: str | None = None, num_cpus: int | None = None, progress: bool = True,
+              on_done=None) -> int:
+    """Train the uncached configs as Ray tasks (one CPU each), longest first; results land in the run cache.
+
+    Returns how many runs were trained. on_done(cfg, final, timing) is called as each finishes.
+    """
+    import ray
+
+    from ..fed.engine import default_cache_dir
+    from ..figures.runs import _is_cached, cost_estimate, label
+    from .federation import config_to_text
+
+    todo = {c.key(): c for c in cfgs if not _is_cached(c)}
+    order = sorted(todo.values(), key=cost_estimate, reverse=True)
+    if not order:
+        return 0
+    connect(address, num_cpus)
+    task = ray.remote(num_cpus=1, max_retries=1)(_train_task)
+    t0 = time.perf_counter()
+    pending = {task.remote(config_to_text(c)): c for c in order}
+    done_n = 0
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        for ref in ready:
+            cfg = pending.pop(ref)
+            key, final, timing, files = ray.get(ref)
+            folder = Path(default_cache_dir()) / key
+            folder.mkdir(parents=True, exist_ok=True)
+            for name in ("table.csv", "ledger.csv", "result.json"):  # result.json last: it marks "cached"
+                if name in files and not (folder / name).exists():
+                    tmp = folder / f"{name}.{os.getpid()}.tmp"
+                    tmp.write_bytes(files[name])
+                    os.replace(tmp, folder / name)
+            done_n += 1
+            if on_done is not None:
+                on_done(cfg, final, timing)
+            if progress:
+                print(f"  [{done_n}/{len(order)}] {cfg.dataset} {label(cfg):<16} HR@10 {final['hr']:.4f}  "
+                      f"{(timing or {}).get('seconds', 0):.0f} s  (elapsed {time.perf_counter() - t0:.0f} s, ray)",
+                      file=sys.stderr, flush=True)
+    return len(order)
+
+
+def shutdown() -> None:
+    import ray
+
+    if ray.is_initialized():
+        ray.shutdown()

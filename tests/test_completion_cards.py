@@ -1,0 +1,112 @@
+"""Every completion card computes and plots at smoke size; stored full-size results load; the app page runs and
+reacts to its controls."""
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from labcore import figures  # noqa: F401  (COMPARE_COLUMNS)
+from labcore.completion import cards as C
+
+ROOT = Path(__file__).resolve().parents[1]
+IDS = ("completion-fig1-irls", "completion-fig2-easy", "completion-fig3-hard", "completion-fig4-ml100k",
+       "completion-table1")
+
+
+def test_cards_are_registered_through_the_topic():
+    from labcore import topics
+    from labcore.figures import registry
+
+    topic = topics.get("completion")
+    assert topic.notebook == "labs/11_matrix_completion.ipynb" and topic.section == "Course reports"
+    topic.load_cards()
+    assert set(IDS) == set(C.CARDS) and all(registry._CARDS[i] is C.CARDS[i] for i in IDS)
+    assert all(topics.card_topic(i).name == "completion" for i in IDS)
+
+
+@pytest.mark.parametrize("card_id", IDS)
+def test_smoke_size_computes_plots_and_says_it_is_a_smoke_run(card_id):
+    res = C.reproduce(card_id, size="smoke")
+    card = C.CARDS[card_id]
+    assert set(card.columns) <= set(res.ours.columns) and len(res.ours)
+    assert "smoke run" in res.figure.layout.title.text and "not the paper" in res.figure.layout.title.text
+    cmp = card.compare(res.ours)
+    assert list(cmp.columns) == list(figures.COMPARE_COLUMNS) and len(cmp)
+    assert card.describe().startswith(card_id)
+
+
+def test_table1_split_counts_problems_into_the_reports_ranges():
+    problems = pd.DataFrame({"range": ["-17 < d < -10"] * 3 + ["0 < d < 4"]})
+    s = C.split(problems)
+    assert s["count"].tolist() == [3, 0, 1] and s["percent"].tolist() == [75.0, 0.0, 25.0]
+    ok = C.CARDS["completion-table1"].compare(problems)
+    assert ok["ok"].iloc[-1]  # the middle range is the smallest
+
+
+def test_table1_grid_skips_problems_below_the_information_limit():
+    full = C.grid_configs(**C.TABLE_GRID)
+    problems = {(c.rank, c.share, c.kappa) for c in full}
+    assert len(problems) == 27 and not any(c.below_information_limit() for c in full)
+    paper = {(c.rank, c.share, c.kappa) for c in C.grid_configs(**C.PAPER_GRID)}
+    assert len(paper) == 27  # the report's n = 1000 half: 36 combinations, 9 under the limit
+
+
+@pytest.mark.parametrize("card_id", IDS)
+def test_stored_full_results_load_with_their_comparison(card_id):
+    res = C.stored(card_id)
+    if res is None:
+        pytest.skip(f"no stored result for {card_id}")
+    assert res.size == "full" and "smoke" not in res.figure.layout.title.text
+    assert len(C.CARDS[card_id].compare(res.ours))
+
+
+def test_page_runs_and_the_share_moves_the_information_numbers():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "labcore/completion/page.py"), default_timeout=120)
+    at.run()
+    assert not at.exception
+    per_dof = lambda: float(next(m for m in at.metric if m.label == "seen per degree of freedom").value)
+    before = per_dof()
+    at.slider(key="completion.share").set_value(0.05).run()
+    assert not at.exception
+    assert per_dof() < before
+    assert any("information-theoretic limit" in w.value for w in at.warning) == (per_dof() < 1)
+    at.slider(key="completion.rank").set_value(10).run()
+    assert not at.exception and per_dof() < 1
+    assert any("information-theoretic limit" in w.value for w in at.warning)
+
+
+def test_stored_configs_rebuild_to_their_cache_keys():
+    import json
+
+    from labcore.completion.config import from_dict
+
+    checked = 0
+    for card_id in IDS:
+        path = figures.results_dir() / f"{card_id}.json"
+        if not path.exists():
+            continue
+        for c in json.loads(path.read_text())["configs"]:
+            assert from_dict({k: v for k, v in c.items() if k != "key"}).key() == c["key"], card_id
+            checked += 1
+    if not checked:
+        pytest.skip("no stored results")
+
+
+def test_page_runs_fgd_on_a_psd_problem_and_real_ratings_when_present():
+    import os
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "labcore/completion/page.py"), default_timeout=120)
+    at.run()
+    at.multiselect(key="completion.algs").set_value(["asd", "fgd"]).run()
+    assert any("PSD" in i.value for i in at.info)  # FGD on a general matrix: said, not run
+    at.toggle(key="completion.psd").set_value(True).run()
+    assert not at.exception and not any("PSD" in i.value for i in at.info)
+    labels = at.dataframe[0].value["label"].tolist()
+    assert "FGD (UU^T)" in labels
+    if os.environ.get("LABCORE_DATA") and (Path(os.environ["LABCORE_DATA"]) / "ml-100k" / "u.data").exists():
+        at.radio(key="completion.data").set_value("ml-100k").run()
+        assert not at.exception and not at.error

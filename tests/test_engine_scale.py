@@ -1,0 +1,160 @@
+"""The row layout of the engine: same numbers as the dense layout, sizes from shapes, the memory guard."""
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+from labcore.config import ConfigError, RunConfig
+from labcore.fed import sampling as S
+from labcore.fed.aggregate import _dense_layout, rows_item_mean, rows_sum, rows_weighted_sum, weighted_sum
+from labcore.fed.engine import MEMORY_ENV, Simulation, estimate_memory, run
+from labcore.fed.local_train import RowUpdate, train_cohort
+from labcore.fed.loop_oracle import train_cohort_dense
+from labcore.fed.mods import item_mask_wire
+from labcore.methods.base import RowBlock, Wire
+from labcore.net.ledger import Ledger, wire_part
+from labcore.net.message import _DTYPES, PART_KINDS, Part, bytes_part, serialize_part
+
+FAST = dict(clients_per_round=8, local_epochs=2, batch_size=16, dim=8, rank=2, eval_every=5, rounds=6, rank_every=2)
+
+
+def _sparse(M, N, k, density, seed):
+    g = torch.Generator().manual_seed(seed)
+    t = torch.rand(M, N, generator=g) < density
+    X = torch.randn(M, N, k, generator=g) * t[..., None]
+    return X, t
+
+
+@pytest.mark.parametrize("M,N,k,layout", [(1, 9, 3, "item"), (5, 50, 1, "item"), (17, 50, 3, "factor"),
+                                          (60, 300, 64, "item"), (60, 300, 4, "factor"), (60, 301, 2, "factor"),
+                                          (375, 40, 16, "item"), (4500, 6, 3, "item"), (300, 7, 8, "factor")])
+def test_row_sum_is_the_dense_sum_bit_for_bit(M, N, k, layout):
+    X, t = _sparse(M, N, k, 0.3, M + N + k)
+    rows = RowUpdate.from_dense(X, t)
+    assert torch.equal(rows_sum(rows, layout), _dense_layout(X, layout).sum(0))
+    counts = t.sum(0).clamp(min=1).to(X.dtype)
+    assert torch.equal(rows_item_mean(rows, layout), _dense_layout(X, layout).sum(0) / counts[:, None])
+    w = torch.rand(M, generator=torch.Generator().manual_seed(1))
+    assert torch.allclose(rows_weighted_sum(rows, w), weighted_sum(X, w), atol=1e-6)
+
+
+def test_row_update_round_trips_and_sets_the_item_bitmap(tiny):
+    X, t = _sparse(6, 21, 3, 0.4, 0)
+    rows = RowUpdate.from_dense(X, t)
+    assert torch.equal(rows.dense(), X) and torch.equal(rows.touched(), t)
+    assert torch.equal(rows.dense(slice(2, 4)), X[2:4])
+    assert torch.equal(item_mask_wire(rows).data, item_mask_wire(t).data)
+    for layout in ("item", "factor"):
+        block = RowBlock(rows, layout)
+        dense = (X.transpose(1, 2) if layout == "factor" else X).reshape(6, -1)
+        assert block.shape == tuple(dense.shape) and torch.equal(block.dense(), dense)
+        w = Wire("A", "factors", None, rows=block)
+        assert np.array_equal(w.row(3), dense[3].numpy())
+
+
+@pytest.mark.parametrize("lowrank", [False, True])
+def test_row_trainer_equals_the_dense_trainer_bit_for_bit(tiny, lowrank):
+    from labcore.fed.local_train import LowRank
+
+    clients = S.sample_clients(tiny.n_users, 8, S.round_rng(0, 0, S.STREAM_CLIENTS))
+    plan = S.plan_round(tiny, S.NegativeSampler(tiny), clients, 4, 2, 16, 0, 0)
+    g = torch.Generator().manual_seed(0)
+    Q, P = torch.randn(tiny.n_items, 6, generator=g) * 0.3, torch.randn(8, 6, generator=g) * 0.3
+    lr_ = None
+    if lowrank:
+        mask = torch.ones(8, 3)
+        mask[1, 2] = 0
+        lr_ = LowRank(torch.randn(6, 3, generator=g) / 3**0.5, mask, torch.full((8,), (3 / 6) ** 0.5))
+    a, b = train_cohort(Q, P, plan, 0.1, 1e-2, lr_), train_cohort_dense(Q, P, plan, 0.1, 1e-2, lr_)
+    assert torch.equal(a.dense_update(), b.update) and torch.equal(a.p, b.p) and a.loss_sum == b.loss_sum
+    assert torch.equal(a.touched_dense(), b.touched)
+
+
+@pytest.mark.parametrize("method,extra", [("fedmf", {}), ("colr", {}), ("scolr", {}), ("svd", {}),
+                                          ("topk", {"topk_ratio": 0.25}), ("colr", {"aggregation": "weighted"}),
+                                          ("fedmf", {"up_bits": 3, "quant_bucket": 16})])
+def test_row_layout_gives_the_dense_layouts_numbers(tiny, method, extra):
+    """Same table (to the bit, effective rank to 1e-6), same ledger, same item table, round after round."""
+    cfg = RunConfig(method=method, **{**FAST, **extra})
+    a, b = Simulation(cfg, tiny), Simulation(cfg, tiny, layout="dense")
+    for _ in range(cfg.rounds):
+        a.step(), b.step()
+    assert torch.equal(a.Q, b.Q) and torch.equal(a.P, b.P)
+    ta, tb = a.result(True).table.drop(columns=["sec_local"]), b.result(True).table.drop(columns=["sec_local"])
+    for c in ta.columns:
+        x, y = ta[c].to_numpy(dtype=float), tb[c].to_numpy(dtype=float)
+        if c == "erank_mean":
+            assert np.allclose(x, y, rtol=1e-6, equal_nan=True)
+        else:
+            assert np.array_equal(x, y, equal_nan=True), c
+    assert a.ledger.frame().equals(b.ledger.frame())
+
+
+def _row(kind: str, dtype: str, shape, rng):
+    if dtype == "bytes":
+        return bytes(rng.integers(0, 256, size=int(np.prod(shape))).astype(np.uint8))
+    if dtype.startswith("float"):
+        return rng.standard_normal(shape).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(max(info.min, -1000), min(info.max, 1000), size=shape).astype(dtype)
+
+
+@pytest.mark.parametrize("kind,dtype", list(itertools.product(PART_KINDS, _DTYPES)))
+def test_serialized_length_depends_only_on_name_kind_dtype_and_shape(kind, dtype):
+    """What lets the ledger serialize one message per distinct shape: any two payloads of the same shape
+    and dtype serialize to the same length (seeds: always 8 bytes)."""
+    rng = np.random.default_rng(0)
+    for shape in [(0,), (1,), (7,), (3, 5), (2, 3, 4)]:
+        if kind == "seed":
+            sizes = {len(serialize_part(Part("s", "seed", int(v), 64))) for v in (0, -1, 2**62, 12345)}
+        elif dtype == "bytes":
+            sizes = {len(serialize_part(bytes_part("p", kind, _row(kind, dtype, shape, rng)))) for _ in range(4)}
+        else:
+            arrays = [np.zeros(shape, dtype)] + [_row(kind, dtype, shape, rng) for _ in range(3)]
+            sizes = {len(serialize_part(wire_part("p", kind, a, None))) for a in arrays}
+        assert len(sizes) == 1, (kind, dtype, shape)
+
+
+@pytest.mark.parametrize("lengths", [None, np.array([5, 3, 5, 1, 3])])
+def test_ledger_by_length_equals_serializing_every_message(lengths):
+    rng = np.random.default_rng(1)
+    wires = [Wire("A", "factors", torch.from_numpy(rng.standard_normal((5, 6)).astype(np.float32)), lengths),
+             Wire("S", "indices", torch.from_numpy(rng.integers(0, 6, (5, 6)).astype(np.uint8)), lengths),
+             Wire("m", "meta", torch.from_numpy(rng.integers(0, 255, (5, 2)).astype(np.uint8)), None, 1),
+             Wire("B_seed", "seed", torch.tensor([[7]] * 5))]
+    fast, every = Ledger(), Ledger(every_message=True)
+    assert np.array_equal(fast.record(0, "up", wires), every.record(0, "up", wires))
+    assert fast.frame().equals(every.frame())
+
+
+def test_a_config_too_large_for_memory_is_refused_before_training(tiny, monkeypatch):
+    cfg = RunConfig(method="svd", clients_per_round=30, dim=8, rank=2)
+    est = estimate_memory(cfg, tiny)
+    assert sum(est.values()) > 0 and any("SVD" in k for k in est)
+    monkeypatch.setenv(MEMORY_ENV, str(sum(est.values()) / 2**30 / 2))
+    with pytest.raises(ConfigError, match=r"clients_per_round=30 is invalid with dim=8.*GiB of memory"):
+        Simulation(cfg, tiny)
+    with pytest.raises(ConfigError, match="clients_per_round=30"):
+        run(cfg, data=tiny, use_cache=False, progress=False)
+    monkeypatch.setenv(MEMORY_ENV, "64")
+    Simulation(cfg, tiny)  # fits
+
+
+def test_full_participation_estimate_of_the_row_layout_is_far_below_the_dense_one(tiny):
+    cfg = RunConfig(method="fedmf", clients_per_round=30, dim=64)
+    rows, dense = sum(estimate_memory(cfg, tiny).values()), sum(estimate_memory(cfg, tiny, "dense").values())
+    assert rows < dense
+
+
+def test_rotating_schedule_trains_every_user_once_per_pass_and_is_stateless(tiny):
+    n, m = tiny.n_users, 7
+    seen = np.concatenate([S.rotating_clients(n, m, 3, t) for t in range(n // m)])
+    assert len(np.unique(seen)) == len(seen) == (n // m) * m  # no user twice within a pass
+    assert np.array_equal(S.round_clients("rotating", n, m, 3, 5), S.rotating_clients(n, m, 3, 5))
+    cfg = RunConfig(method="colr", client_schedule="rotating", **{**FAST, "clients_per_round": 10})
+    a = run(cfg, data=tiny, use_cache=False, progress=False)
+    b = run(cfg.replace(client_schedule="uniform"), data=tiny, use_cache=False, progress=False)
+    again = run(cfg, data=tiny, use_cache=False, progress=False)
+    assert a.table["loss"].tolist() == again.table["loss"].tolist()  # same seed, same numbers
+    assert a.table["loss"].tolist() != b.table["loss"].tolist()

@@ -1,0 +1,99 @@
+"""The federated-optimization topic: cards at smoke size, the topic declaration, exercises, the app page."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import ROOT
+from labcore.flalgos import cards  # noqa: F401  (registers the cards)
+from labcore.flalgos import exercises as ex
+from labcore.flalgos import experiments
+from labcore.figures import registry
+
+CARD_IDS = ["flalgos-fedprox-stragglers", "flalgos-scaffold-quadratics", "flalgos-scaffold-digits",
+            "flalgos-qffl-fairness", "flalgos-personalization", "flalgos-backdoor", "flalgos-bytes"]
+
+
+def test_topic_declares_itself():
+    from labcore import topics
+    from labcore.flalgos.topic import TOPIC
+
+    assert TOPIC.name == "flalgos" and TOPIC.section == "Course reports" and TOPIC.order == 110
+    assert (ROOT / TOPIC.notebook).exists() and all(p.file.exists() for p in TOPIC.pages)
+    assert "flalgos" in topics.names()
+    assert topics.card_topic("flalgos-backdoor").name == "flalgos"
+
+
+@pytest.mark.parametrize("card_id", CARD_IDS)
+def test_card_smoke_computes_plots_and_compares(card_id):
+    card = registry.get(card_id)
+    ours = card.compute("smoke")
+    assert len(ours) and all(c in ours for c in card.columns)
+    fig = card.plot(ours)
+    assert "smoke run" in fig.layout.title.text
+    cmp = card.compare(ours)
+    assert len(cmp) and list(cmp.columns) == ["quantity", "paper", "ours", "ok", "note"]
+    assert card.describe().startswith(card_id)
+    assert all(c.key().startswith("flalgos-") for c in card.configs("smoke"))
+    assert len(card.configs("full")) == len(card.configs("smoke"))
+
+
+def test_stored_full_results_are_within_tolerance():
+    """Whatever full-size results are committed must meet their cards' checks."""
+    for cid in CARD_IDS:
+        res = registry.stored(cid)
+        if res is not None:
+            assert res.size == "full"
+            assert registry.get(cid).check(res.ours), f"{cid}: stored result misses its tolerance"
+
+
+def test_bytes_card_smoke_measures_two_x_for_scaffold():
+    card = registry.get("flalgos-bytes")
+    ours = card.compute("smoke")
+    assert card.check(ours)
+    q = ours[(ours.algorithm == "scaffold") & (ours.quantize_bits == 4)]["up_bytes_per_client"].iloc[0]
+    assert q < 0.25 * ours[(ours.algorithm == "scaffold") & (ours.quantize_bits == 0)]["up_bytes_per_client"].iloc[0]
+
+
+def test_exercises_say_what_to_fill_and_judge_answers():
+    assert ex.check_scaffold_uplink_factor(...).ok is None
+    fb = ex.check_mu_zero(0.0)
+    assert fb.ok, fb.message
+    assert not ex.check_mu_zero(0.5).ok
+    assert ex.check_scaffold_uplink_factor(2.0).ok
+    assert not ex.check_scaffold_uplink_factor(1.0).ok
+    assert ex.check_more_heterogeneous(0.1).ok and not ex.check_more_heterogeneous(10.0).ok
+    assert ex.lab_config(paper=True).n_clients == 30 and ex.lab_config(paper=False).rounds == 20
+
+
+def test_full_sizes_follow_the_papers_settings():
+    fp = experiments.stragglers_runs("full")
+    assert {c.stragglers for _, c in fp} == {0.0, 0.5, 0.9}
+    assert all(c.lr == 0.01 and c.batch_size == 10 and c.n_clients == 30 and c.clients_per_round == 10
+               for _, c in fp)
+    assert {(c.algorithm, c.mu) for _, c in fp} == {("fedavg", 0.0), ("fedprox", 0.0), ("fedprox", 1.0)}
+    assert all(c.drops_stragglers() == (c.algorithm == "fedavg") for _, c in fp)
+
+
+def test_page_renders_and_scaffold_doubles_the_uplink_metric():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "labcore/flalgos/page.py"), default_timeout=120)
+    at.run()
+    assert not at.exception
+    up = lambda: float(next(m.value for m in at.metric if m.label.startswith("uplink")).split()[0])  # noqa: E731
+    scaffold_up = up()
+    at.selectbox(key="flalgos.algorithm").select("fedavg").run()
+    assert not at.exception
+    assert 1.9 < scaffold_up / up() < 2.1
+    at.slider(key="flalgos.attackers").set_value(2).run()
+    assert not at.exception
+    assert any(m.label == "backdoor success" for m in at.metric)
+    at.selectbox(key="flalgos.algorithm").select("ditto").run()
+    at.selectbox(key="flalgos.task").select("mf").run()  # personalization does not run on MF: back to FedAvg
+    assert not at.exception
+    assert at.selectbox(key="flalgos.algorithm").value == "fedavg"
+    assert any(m.label == "HR@10" for m in at.metric)
+    at.selectbox(key="flalgos.task").select("digits").run()
+    at.selectbox(key="flalgos.algorithm").select("qffl").run()
+    at.selectbox(key="flalgos.defense").select("median").run()
+    assert any("defense" in e.value for e in at.error)  # a defense that cannot run with q-FedAvg's aggregation

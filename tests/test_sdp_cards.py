@@ -1,0 +1,45 @@
+"""Every card of the SDP topic computes and plots at smoke size, says so in its title, and is registered."""
+from __future__ import annotations
+
+import pytest
+
+from labcore import topics
+
+def _card(card_id):
+    """This topic's card, without importing the other topics' card modules."""
+    from labcore.figures.registry import _CARDS
+
+    topics.get("sdp").load_cards()
+    return _CARDS[card_id]
+
+
+SDP_CARDS = ["sdp-cora-convergence", "sdp-rank-threshold", "sdp-rounding", "sdp-rules", "sdp-hazan-rate"]
+
+
+def test_topic_is_declared_and_its_cards_are_listed():
+    t = topics.get("sdp")
+    assert t.section == "Course reports" and t.order == 150 and t.notebook == "labs/12_low_rank_sdp.ipynb"
+    t.load_cards()
+    from labcore.figures.registry import _CARDS
+
+    assert set(SDP_CARDS) <= set(_CARDS)
+    assert topics.card_topic("sdp-rounding").name == "sdp"
+
+
+@pytest.mark.parametrize("card_id", SDP_CARDS)
+def test_card_smoke_computes_and_plots(card_id):
+    card = _card(card_id)
+    ours = card.compute("smoke")
+    fig = card.plot(ours)
+    assert "smoke" in fig.layout.title.text
+    cmp = card.compare(ours)
+    assert len(cmp) and list(cmp.columns) == ["quantity", "paper", "ours", "ok", "note"]
+    assert card.describe().startswith(card_id)
+
+
+def test_smoke_rounding_ratio_and_hazan_rank_claims_hold():
+    card = _card("sdp-rounding")
+    assert card.check(card.compute("smoke"))
+    hz = _card("sdp-hazan-rate")
+    cmp = hz.compare(hz.compute("smoke")).set_index("quantity")
+    assert cmp.loc["max over t of rank(X_t) - (t + 1)", "ok"]
