@@ -35,16 +35,21 @@ def server(tmp_path_factory):
         yield url
 
 
-@pytest.fixture(scope="module")
-def page():
+def _browser_page(width: int, height: int):
+    """A Chromium page of this viewport (a generator: the fixture closes the browser)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        pg = browser.new_page(viewport={"width": 1500, "height": 2000})
+        pg = browser.new_page(viewport={"width": width, "height": height})
         pg.set_default_timeout(90_000)
         yield pg
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def page():
+    yield from _browser_page(1500, 2000)
 
 
 def _idle(pg, timeout=120):
@@ -240,14 +245,7 @@ def _all_pages() -> list:
 
 @pytest.fixture(scope="module")
 def small_page():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        pg = browser.new_page(viewport={"width": 1280, "height": 720})
-        pg.set_default_timeout(90_000)
-        yield pg
-        browser.close()
+    yield from _browser_page(1280, 720)  # a projector's resolution
 
 
 @pytest.mark.parametrize("name, path", _all_pages())

@@ -44,7 +44,7 @@ def _live_race(cfgs: list[CompletionConfig], title: str) -> pd.DataFrame:
 
     def draw(rows: pd.DataFrame) -> None:
         frames[0] += 1
-        chart.plotly_chart(plots.race(rows, title), key=f"race-{frames[0]}", config={"displaylogo": False})
+        chart.plotly_chart(plots.race(rows, title), key=f"race-{frames[0]}", config={"displaylogo": False}, theme=None)
 
     for i, cfg in enumerate(cfgs):
         bar.progress(i / len(cfgs), text=f"{LABELS[cfg.algorithm]}: {cfg.budget_s:g} s budget")
@@ -153,7 +153,7 @@ def _phase_map(ui: UrlWidgets, base: CompletionConfig, algs: list[str]) -> None:
     table = problems_table(df)
     limit = pd.DataFrame([c.problem_dict() for c in cfgs if c.below_information_limit()]).drop_duplicates()
     st.plotly_chart(plots.phase_map(table, "share", "rank", f"Best error, n {n}, kappa {base.kappa:g}", limit),
-                    key="phase-live", config={"displaylogo": False})
+                    key="phase-live", config={"displaylogo": False}, theme=None)
 
 
 def _stored_phase_map() -> None:
@@ -166,7 +166,7 @@ def _stored_phase_map() -> None:
         return
     for kappa, part in res.ours.groupby("kappa"):
         st.plotly_chart(plots.phase_map(part, "share", "rank", f"Stored grid (Table 1 card): kappa {kappa:g}"),
-                        key=f"phase-stored-{kappa:g}", config={"displaylogo": False})
+                        key=f"phase-stored-{kappa:g}", config={"displaylogo": False}, theme=None)
 
 
 def _stored_cards(ui: UrlWidgets) -> None:
@@ -180,7 +180,7 @@ def _stored_cards(ui: UrlWidgets) -> None:
         st.info(f"No stored full-size result: `python -m labcore.completion {card_id} --size full --jobs 2 "
                 "--save` computes it.")
         return
-    st.plotly_chart(res.figure, key=f"card-{card_id}", config={"displaylogo": False})
+    st.plotly_chart(res.figure, key=f"card-{card_id}", config={"displaylogo": False}, theme=None)
     st.dataframe(card.compare(res.ours), hide_index=True)
     st.caption(f"Stored {res.meta.get('date', '?')} with `{res.meta.get('command', '?')}`")
 

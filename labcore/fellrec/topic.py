@@ -12,6 +12,7 @@ TOPIC = Topic(
     pages=(Page("fellrec", "FELLRec: federated LLM recommender", ":material/dynamic_feed:", HERE / "page.py"),),
     exercises=".exercises",
     notebook="labs/13_fellrec.ipynb",
+    config=".config:from_dict",
     summary="Fine-tune a small transformer recommender with LoRA across clients; compare FedAvg, FedProx, Ditto "
             "and FELLRec on accuracy and client imbalance; slide alpha, beta and k.",
 )

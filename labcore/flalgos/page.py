@@ -117,12 +117,12 @@ def render() -> None:
     metric = "distance" if d["task"] == "quadratic" else "test_acc"
     c1, c2 = st.columns(2)
     c1.plotly_chart(plots.history(both, metric, log_y=metric == "distance", title=metric.replace("_", " ")),
-                    key="curve", config={"displaylogo": False})
+                    key="curve", config={"displaylogo": False}, theme=None)
     c2.plotly_chart(plots.history(both, "drift", title="client drift: mean ||Delta_i - mean Delta||"), key="drift",
-                    config={"displaylogo": False})
+                    config={"displaylogo": False}, theme=None)
     if d["task"] in ("digits", "synthetic"):
         st.plotly_chart(plots.client_accuracy(clients, f"{chosen}: per-client test accuracy"), key="clients",
-                        config={"displaylogo": False})
+                        config={"displaylogo": False}, theme=None)
     with st.expander("Measured bytes (payload ledger)"):
         st.dataframe(led.groupby(["direction", "part", "kind"], as_index=False)[["messages", "bytes"]].sum(),
                      hide_index=True)
@@ -143,7 +143,7 @@ def _stored(ui: UrlWidgets) -> None:
         st.info(f"No stored full-size result for {card_id} yet (figures.reproduce('{card_id}', 'full') then "
                 "figures.save).")
         return
-    st.plotly_chart(res.figure, key="card", config={"displaylogo": False})
+    st.plotly_chart(res.figure, key="card", config={"displaylogo": False}, theme=None)
     st.dataframe(card.compare(res.ours, res.paper), hide_index=True)
 
 

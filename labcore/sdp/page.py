@@ -69,7 +69,7 @@ def render() -> None:
     st.caption(f"{name}: n = {n:,} nodes; k = {cfg.k or default_rank(n)} columns for the factored methods; "
                f"{int(last['iter'])} iterations.")
     st.plotly_chart(plots.convergence(trace, f"{cfg.label()} on {name}"), key="sdp-conv",
-                    config={"displaylogo": False})
+                    config={"displaylogo": False}, theme=None)
     best = float(cuts.max())
     st.subheader("Goemans-Williamson rounding")
     r = st.columns(3)
@@ -79,7 +79,7 @@ def render() -> None:
     import pandas as pd
 
     st.plotly_chart(plots.rounding_histogram(pd.DataFrame({"ratio": cuts / last["bound"]})), key="sdp-round",
-                    config={"displaylogo": False})
+                    config={"displaylogo": False}, theme=None)
     _stored_cards()
 
 
@@ -94,7 +94,7 @@ def _stored_cards() -> None:
             if ours is None:
                 st.info(f"No stored result yet: `labcore figure {cid} --full` computes it.")
                 continue
-            st.plotly_chart(card.plot(ours), key=f"sdp-card-{cid}", config={"displaylogo": False})
+            st.plotly_chart(card.plot(ours), key=f"sdp-card-{cid}", config={"displaylogo": False}, theme=None)
             st.dataframe(card.compare(ours), hide_index=True)
 
 

@@ -56,7 +56,7 @@ def _curves(ui: UrlWidgets) -> None:
     ref_table, _ = _run(ref.to_dict())
     shown = pd.concat([table.assign(curve=cfg.label()), ref_table.assign(curve="full precision, no channel")])
     st.plotly_chart(plots.error_curves(shown, "E||x_k - x*||² / ||x*||² (band: 10-90% of trials)"),
-                    key="wireless.curves", config=PLOT_CONFIG)
+                    key="wireless.curves", config=PLOT_CONFIG, theme=None)
 
     from labcore.wireless.fedavg import WirelessFedAvg
 
@@ -118,7 +118,7 @@ def _region(ui: UrlWidgets) -> None:
     except allocation.InfeasibleAllocation as e:
         c1.warning(str(e))
     c1.caption(f"d = {setting.d}, kappa = {setting.L / setting.mu:g}, gamma = 1/(4L); the other link at full precision.")
-    c2.plotly_chart(plots.rate_region(region, opt, cf, thr), key="wireless.region", config=PLOT_CONFIG)
+    c2.plotly_chart(plots.rate_region(region, opt, cf, thr), key="wireless.region", config=PLOT_CONFIG, theme=None)
 
 
 def _stored() -> None:
@@ -137,7 +137,7 @@ def _stored() -> None:
             if res is None:
                 st.info(f"No stored result yet: reproduce it with figures.reproduce('{cid}', 'full').")
             else:
-                st.plotly_chart(res.figure, key=f"wireless.card.{cid}", config=PLOT_CONFIG)
+                st.plotly_chart(res.figure, key=f"wireless.card.{cid}", config=PLOT_CONFIG, theme=None)
                 st.dataframe(card.compare(res.ours), hide_index=True)
             st.code(card.describe(), language=None)
 

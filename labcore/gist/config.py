@@ -1,0 +1,124 @@
+"""Typed, frozen, validated configs of the GIST topic.
+
+`GistConfig` is one GCN-IST run (the authors' defaults: Adam re-created at every sync, learning rate /10
+at 50 % and 75 % of the epochs, weight decay 5e-4, dropout 0.5 on the hidden layer, Gaussian random
+projection of the features). `KipfConfig` is the plain 2-layer GCN baseline with Kipf & Welling's settings.
+A bad value fails as `<field>=<value> is invalid: <what is allowed>`.
+"""
+from __future__ import annotations
+
+import typing
+from dataclasses import dataclass, fields
+
+from ..typed_config import TypedConfig, build, check_choices, check_ranges, check_types, fail, hash_key
+
+GRAPHS = ("cora", "citeseer", "pubmed", "synthetic")
+N_FEATURES = {"cora": 1433, "citeseer": 3703, "pubmed": 500, "synthetic": 200}  # before any projection
+SPLITS = ("layer1", "both")  # which weights are partitioned: theta1 only, or theta1 and theta2
+VARIANTS = ("row", "column")  # Fig. 2 (active row partition) or Fig. 5 (active column partition)
+
+
+@dataclass(frozen=True)
+class GistConfig(TypedConfig):
+    graph: str = "cora"
+    subnets: int = 2  # m
+    split: str = "layer1"
+    variant: str = "row"
+    local: int = 1  # local iterations (full-batch steps) of every subnet between two syncs
+    hidden: int = 16
+    layernorm: bool = True  # normalise the whole hidden matrix (no learned scale), as the authors' code
+    epochs: int = 200
+    lr: float = 0.01
+    weight_decay: float = 5e-4
+    dropout: float = 0.5
+    lr_schedule: bool = True  # learning rate /10 at 50 % and /100 at 75 % of the epochs
+    random_projection: bool = True  # dense Gaussian projection to floor(F/m)*m features
+    seed: int = 0
+
+    def __post_init__(self):
+        _validate(self)
+
+    def key(self) -> str:
+        return hash_key(self.to_dict(), "gist-")
+
+    @property
+    def splits_hidden(self) -> bool:
+        """Whether the hidden units are partitioned (both layers split, or the column-wise variant)."""
+        return self.split == "both" or self.variant == "column"
+
+    @property
+    def splits_features(self) -> bool:
+        return self.variant == "row"
+
+    def n_features(self) -> int:
+        """Input width after the random projection (a multiple of m)."""
+        f = N_FEATURES[self.graph]
+        return (f // self.subnets) * self.subnets if self.splits_features else f
+
+    def describe(self) -> str:
+        what = {"layer1": "layer 1 split", "both": "both layers split"}[self.split]
+        ln = "LayerNorm" if self.layernorm else "no LayerNorm"
+        return (f"{self.graph}, m={self.subnets}, {what} ({self.variant}-wise), local={self.local}, "
+                f"hidden={self.hidden}, {ln}, lr={self.lr:g}, {self.epochs} epochs, seed {self.seed}")
+
+
+_RANGES = {"subnets": (1, 4096), "local": (1, 10_000), "hidden": (1, 4096), "epochs": (1, 100_000),
+           "seed": (0, 2**31 - 1)}
+
+
+def _validate(c: GistConfig) -> None:
+    check_types(c, typing.get_type_hints(GistConfig))
+    check_choices(c, {"graph": GRAPHS, "split": SPLITS, "variant": VARIANTS})
+    check_ranges(c, _RANGES, positive=("lr",), nonnegative=("weight_decay",))
+    if not 0 <= c.dropout < 1:
+        fail("dropout", c.dropout, "allowed range is 0 <= dropout < 1")
+    if c.local > c.epochs:
+        fail("local", c.local, f"must be <= epochs ({c.epochs}): a run syncs at least once")
+    m = c.subnets
+    if c.variant == "column" and c.split == "both":
+        fail("variant", c.variant, "the column-wise variant splits theta1 by hidden unit and theta2 passively by row;"
+                                   " with split='both' that gives the same blocks as variant='row', use that")
+    if c.splits_hidden:
+        if m > c.hidden:
+            fail("subnets", m, f"must be <= hidden ({c.hidden}): every subnet needs at least one hidden unit")
+        if c.hidden % m:
+            fail("hidden", c.hidden, f"must be a multiple of subnets ({m}) when the hidden units are split")
+    f = N_FEATURES[c.graph]
+    if c.splits_features:
+        if m > f:
+            fail("subnets", m, f"must be <= the feature count of {c.graph} ({f})")
+        if not c.random_projection and f % m:
+            fail("random_projection", c.random_projection,
+                 f"without the projection subnets ({m}) must divide the feature count of {c.graph} ({f})")
+
+
+@dataclass(frozen=True)
+class KipfConfig(TypedConfig):
+    """Kipf & Welling (2017): 2-layer GCN, hidden 16, dropout 0.5 on both layers' inputs, Adam lr 0.01,
+    L2 5e-4 on the first layer only, 200 epochs, row-normalised features; test accuracy at the last epoch."""
+
+    graph: str = "cora"
+    hidden: int = 16
+    epochs: int = 200
+    lr: float = 0.01
+    weight_decay: float = 5e-4
+    dropout: float = 0.5
+    seed: int = 0
+
+    def __post_init__(self):
+        check_types(self, typing.get_type_hints(KipfConfig))
+        check_choices(self, {"graph": GRAPHS})
+        check_ranges(self, {"hidden": (1, 4096), "epochs": (1, 100_000), "seed": (0, 2**31 - 1)},
+                     positive=("lr",), nonnegative=("weight_decay",))
+        if not 0 <= self.dropout < 1:
+            fail("dropout", self.dropout, "allowed range is 0 <= dropout < 1")
+
+    def key(self) -> str:
+        return hash_key(self.to_dict(), "kipf-")
+
+
+FIELD_NAMES = tuple(f.name for f in fields(GistConfig))
+
+
+def from_dict(d: dict) -> GistConfig:
+    return build(GistConfig, d)

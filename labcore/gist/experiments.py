@@ -1,0 +1,89 @@
+"""Runs behind the cards: each config trained once, its summary cached on disk by `cfg.key()`.
+
+    summaries(configs, jobs=2)   -> one row per config (fields + test/val accuracies in %)
+    over_seeds(frame)            -> mean and std over seeds
+
+The cache lives in `labcore.fed.engine.default_cache_dir()/gist/` (one small JSON per run).
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from .config import GistConfig
+
+METRICS = ("test_at_best_val", "test_last", "val_best", "test_max")
+
+
+def cache_dir() -> Path:
+    from ..fed.engine import default_cache_dir
+
+    return default_cache_dir() / "gist"
+
+
+def _path(cfg: GistConfig) -> Path:
+    return cache_dir() / f"{cfg.key()}.json"
+
+
+def cached(cfg: GistConfig) -> dict | None:
+    p = _path(cfg)
+    return json.loads(p.read_text()) if p.exists() else None
+
+
+def train_one(cfg: GistConfig) -> dict:
+    """Train (or read) one run; the summary in percent plus the accuracy curve."""
+    hit = cached(cfg)
+    if hit is not None:
+        return hit
+    from .simulate import run
+
+    res = run(cfg)
+    out = {k: 100.0 * v if k in METRICS else v for k, v in res.summary().items()}
+    out["curve"] = res.history[["epoch", "val_acc", "test_acc", "train_loss"]].round(5).to_dict("list")
+    out["bytes_up_per_subnet"] = res.bytes_per_subnet("up")
+    p = _path(cfg)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_suffix(".tmp")
+    tmp.write_text(json.dumps(out))
+    tmp.replace(p)
+    return out
+
+
+def _pool_init():
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def summaries(configs: list[GistConfig], jobs: int = 1, progress: bool = False) -> pd.DataFrame:
+    """One row per config: its fields and METRICS; uncached runs are trained (in `jobs` processes)."""
+    todo = [c for c in dict.fromkeys(configs) if cached(c) is None]
+    if todo and jobs > 1:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        todo.sort(key=lambda c: -c.epochs * max(1, c.subnets // 2))  # longest first
+        with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=_pool_init) as ex:
+            for i, _ in enumerate(ex.map(train_one, todo)):
+                if progress:
+                    print(f"  gist runs: {i + 1}/{len(todo)}", flush=True)
+    rows = []
+    for i, c in enumerate(configs):
+        s = train_one(c)
+        if progress and todo and jobs <= 1:
+            print(f"  gist runs: {i + 1}/{len(configs)}", flush=True)
+        rows.append({**c.to_dict(), **{k: s[k] for k in METRICS}})
+    return pd.DataFrame(rows)
+
+
+def over_seeds(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean and std (ddof=0) of METRICS over seeds, per config."""
+    keys = [c for c in frame.columns if c not in (*METRICS, "seed")]
+    g = frame.groupby(keys, sort=False)[list(METRICS)]
+    out = g.mean().add_suffix("")
+    std = g.std(ddof=0).add_suffix("_std")
+    n = g.size().rename("seeds")
+    return pd.concat([out, std, n], axis=1).reset_index()

@@ -1,0 +1,70 @@
+"""GIST: every card's smoke size computes, plots and compares; the app page runs and reacts to its controls."""
+from pathlib import Path
+
+import pytest
+
+from labcore.gist import cards, store
+from labcore.figures.registry import COMPARE_COLUMNS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("card_id", list(cards.CARDS))
+def test_card_smoke(card_id):
+    card = cards.CARDS[card_id]
+    res = store.reproduce(card_id, "smoke")
+    assert set(card.columns) <= set(res.ours.columns) and len(res.ours)
+    title = res.figure.layout.title.text
+    assert "SMOKE RUN" in title and "not the paper" in title
+    cmp = card.compare(res.ours)
+    assert list(cmp.columns) == list(COMPARE_COLUMNS) and len(cmp)
+    assert card.describe().startswith(card_id)
+    if card_id == "gist-bytes":
+        assert res.within_tolerance  # exact bytes, even on the smoke graph
+
+
+def test_store_round_trip(tmp_path):
+    res = store.reproduce("gist-bytes", "smoke")
+    store.save(res, "test", folder=tmp_path)
+    back = store.stored("gist-bytes", folder=tmp_path)
+    assert back.ours["measured_bytes"].tolist() == res.ours["measured_bytes"].tolist()
+    assert store.stored("gist-fig4", folder=tmp_path) is None
+    with pytest.raises(KeyError, match="card_id='gist-nope' is invalid"):
+        store.stored("gist-nope")
+
+
+def test_topic_is_declared():
+    from labcore.gist.topic import TOPIC
+
+    assert TOPIC.name == "gist" and TOPIC.notebook == "labs/10_gist.ipynb" and TOPIC.pages[0].file.exists()
+    assert all(cid.startswith(TOPIC.card_prefix) for cid in cards.CARDS)
+
+
+def test_page_runs_and_reacts(monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.delenv("LABCORE_DATA", raising=False)  # the synthetic graph: fast and needs no data
+    monkeypatch.chdir(ROOT / "tests")
+    at = AppTest.from_file(str(ROOT / "labcore/gist/page.py"), default_timeout=120)
+    at.run()
+    assert not at.exception
+    assert at.sidebar.selectbox(key="gist.graph").value == "synthetic"
+
+    def metric(label):
+        return next(m.value for m in at.metric if m.label == label)
+
+    two = metric("of which partitioned blocks")
+    at.sidebar.selectbox(key="gist.m").set_value(4).run()
+    assert not at.exception
+    four = metric("of which partitioned blocks")
+    assert float(four.split()[0]) == pytest.approx(float(two.split()[0]) / 2, rel=0.02)  # |θ1|/m
+    at.sidebar.radio(key="gist.split").set_value("both").run()
+    assert not at.exception
+    both = metric("of which partitioned blocks")
+    assert float(both.split()[0]) < float(four.split()[0]) / 2  # |θ1|/m² + |θ2|/m
+    # an impossible combination says which field and why, instead of failing
+    at.sidebar.selectbox(key="gist.m").set_value(8).run()
+    at.sidebar.selectbox(key="gist.hidden").set_value(16).run()
+    at.sidebar.radio(key="gist.variant").set_value("column").run()
+    assert not at.exception
+    assert any("variant='column' is invalid" in e.value for e in at.error)
