@@ -35,21 +35,28 @@ def server(tmp_path_factory):
         yield url
 
 
-def _browser_page(width: int, height: int):
-    """A Chromium page of this viewport (a generator: the fixture closes the browser)."""
+@pytest.fixture(scope="module")
+def browser():
+    """One Chromium for the module (Playwright's sync API allows one instance at a time)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        pg = browser.new_page(viewport={"width": width, "height": height})
-        pg.set_default_timeout(90_000)
-        yield pg
-        browser.close()
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield b
+        b.close()
+
+
+def _new_page(browser, width: int, height: int):
+    pg = browser.new_page(viewport={"width": width, "height": height})
+    pg.set_default_timeout(90_000)
+    return pg
 
 
 @pytest.fixture(scope="module")
-def page():
-    yield from _browser_page(1500, 2000)
+def page(browser):
+    pg = _new_page(browser, 1500, 2000)
+    yield pg
+    pg.close()
 
 
 def _idle(pg, timeout=120):
@@ -244,8 +251,10 @@ def _all_pages() -> list:
 
 
 @pytest.fixture(scope="module")
-def small_page():
-    yield from _browser_page(1280, 720)  # a projector's resolution
+def small_page(browser):
+    pg = _new_page(browser, 1280, 720)  # a projector's resolution
+    yield pg
+    pg.close()
 
 
 @pytest.mark.parametrize("name, path", _all_pages())
