@@ -46,6 +46,11 @@ class RunConfig(TypedConfig):
     up_bits: int = 0  # stochastic quantization of the uplink; 0 = off (float32)
     down_bits: int = 0
     quant_bucket: int = 512  # values per norm scale in the quantizer
+    # the wireless channel of the quantized messages (the wireless topic's Eq. 6): log2 of the number of levels K
+    # a link carries error-free; quantized levels beyond K arrive with noise N(0, 1/(4K^2)). 0 = no limit.
+    # It acts on quantized messages (up_bits / down_bits); a float32 link is not affected.
+    up_link_budget: int = 0
+    down_link_budget: int = 0
     # federated training
     rounds: int = 200
     clients_per_round: int = 60
@@ -89,6 +94,8 @@ class RunConfig(TypedConfig):
         """Stable hash of every field that can change the numbers: the cache key for results."""
         skip = _NOT_IN_KEY + _unused_encryption_fields(self.encryption)
         skip += tuple(k for k, v in _KEY_FROM_NON_DEFAULT.items() if getattr(self, k) == v)
+        # a channel budget acts on quantized levels only: over a float32 link it cannot change the numbers
+        skip += tuple(f"{d}_link_budget" for d in ("up", "down") if not getattr(self, f"{d}_bits"))
         d = {k: v for k, v in self.to_dict().items() if k not in skip}
         return hash_key(d)
 
@@ -109,7 +116,7 @@ class RunConfig(TypedConfig):
 
 _NOT_IN_KEY = ("checkpoint_every",)  # bookkeeping that does not change the numbers
 # Fields added after results were stored: at their default they stay out of the key, so stored keys remain valid.
-_KEY_FROM_NON_DEFAULT = {"data_skew": 1.0, "client_schedule": "uniform"}
+_KEY_FROM_NON_DEFAULT = {"data_skew": 1.0, "client_schedule": "uniform", "up_link_budget": 0, "down_link_budget": 0}
 _CKKS_FIELDS = ("ckks_degree", "ckks_scale_bits", "ckks_coeff_bits")
 _PAILLIER_FIELDS = ("paillier_key_bits", "he_real_values")
 
@@ -126,6 +133,7 @@ _TYPES = typing.get_type_hints(RunConfig)
 # field -> (lower, upper) inclusive; None = unbounded
 _RANGES = {
     "dim": (1, 4096), "rank": (1, 4096), "scolr_min_rank": (1, 4096), "up_bits": (0, 32), "down_bits": (0, 32),
+    "up_link_budget": (0, 24), "down_link_budget": (0, 24),
     "quant_bucket": (1, 1 << 24), "rounds": (1, 10**7), "clients_per_round": (1, 10**7), "local_epochs": (1, 1000),
     "batch_size": (1, 1 << 20), "num_negatives": (0, 1000), "eval_every": (1, 10**7), "rank_every": (0, 10**7),
     "top_k": (1, 100), "data_seed": (0, 2**63 - 1), "seed": (0, 2**63 - 1), "checkpoint_every": (1, 10**7),

@@ -155,7 +155,7 @@ def _draw(spec: PageSpec, c: Control, vs: ViewState, where) -> Any:
 
 _SECTIONS = (
     ("Data and method", ("dataset", "method", "dim", "rank", "ratio")),
-    ("Communication", ("bits", "bandwidth")),
+    ("Communication", ("bits", "channel", "bandwidth")),
     ("Heterogeneity", ("heterogeneity",)),
     ("Privacy", ("encryption", "ckks")),
     ("Federation", ("clients", "rounds", "seed")),

@@ -188,6 +188,11 @@ def _explorer_controls() -> tuple[Control, ...]:
         Control("up_bits", "uplink bits (0 = float32)", "slider", "bits", (), 0, 16, 1,
                 help="stochastic quantization of the upload: bits per value (+ 1 sign bit), float32 scale per bucket"),
         Control("down_bits", "downlink bits (0 = float32)", "slider", "bits", (), 0, 16, 1),
+        Control("up_link_budget", "uplink channel budget log2 K (0 = no limit)", "slider", "channel", (), 0, 16, 1,
+                help="the wireless channel (the wireless topic's Eq. 6): up to K levels arrive exactly, more "
+                     "levels arrive with noise N(0, 1/(4K^2)); spending bits beyond the budget hurts"),
+        Control("down_link_budget", "downlink channel budget log2 K (0 = no limit)", "slider", "channel", (), 0, 16,
+                1),
         Control("bw_up", "uplink bandwidth (MB/s)", "number", "bandwidth", (), 0.01, 1000.0, 0.05,
                 help="per client; MB = 2**20 bytes, as in CoLR's Table 2"),
         Control("bw_down", "downlink bandwidth (MB/s)", "number", "bandwidth", (), 0.01, 1000.0, 0.05),

@@ -184,7 +184,8 @@ class Simulation:
             local = LocalResult(local.p, None, None, local.loss_sum, local.n_samples, local.row_update())
 
         up = self.method.uplink(local, setup)
-        up_sent, up_recv = quantize_wires(up, cfg.up_bits, cfg.quant_bucket, _gen(cfg.seed, t, S.STREAM_QUANT))
+        up_sent, up_recv = quantize_wires(up, cfg.up_bits, cfg.quant_bucket, _gen(cfg.seed, t, S.STREAM_QUANT),
+                                          cfg.up_link_budget)
         if cfg.aggregation == "item_mean":
             up_sent = up_sent + [item_mask_wire(local.rows if local.rows is not None else local.touched)]
         he = None
@@ -205,7 +206,7 @@ class Simulation:
             agg, up_bytes = he.aggregate, he.up_bytes
         down = self.method.downlink(agg, setup)
         down_sent, down_recv = quantize_wires(down, cfg.down_bits, cfg.quant_bucket,
-                                              _gen(cfg.seed, t, S.STREAM_QUANT + 1))
+                                              _gen(cfg.seed, t, S.STREAM_QUANT + 1), cfg.down_link_budget)
         self.Q = self.method.apply_downlink(self.Q, {w.name: w for w in down_recv}, setup)
         sec_server = time.perf_counter() - t1 - (he.wall_s if he else 0.0)
         down_bytes = (self.ledger.record(t, "down", down_sent, receivers=len(clients)) if he is None

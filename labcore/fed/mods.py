@@ -12,11 +12,18 @@ import torch
 
 from ..methods.base import FLOAT_KINDS, Wire
 from ..methods.quantize import dequantize, pack_codes, packed_bytes, quantize
+from ..net.channel import transmit_levels
 from .local_train import RowUpdate
 
 
-def quantize_wires(wires: list[Wire], bits: int, bucket: int, gen: torch.Generator) -> tuple[list[Wire], list[Wire]]:
-    """QSGD on every float part: send packed codes + per-bucket norms; the receiver gets the dequantized values."""
+def quantize_wires(wires: list[Wire], bits: int, bucket: int, gen: torch.Generator,
+                   link_budget: int = 0) -> tuple[list[Wire], list[Wire]]:
+    """QSGD on every float part: send packed codes + per-bucket norms; the receiver gets the dequantized values.
+
+    `link_budget` (log2 K, 0 = no limit): the channel of `labcore.net.channel` (Eq. 6 of the wireless topic)
+    carries levels beyond K with noise, so the receiver decodes what the channel delivered; what is sent and
+    counted is unchanged.
+    """
     if not bits:
         return wires, wires
     sent, received = [], []
@@ -27,7 +34,8 @@ def quantize_wires(wires: list[Wire], bits: int, bucket: int, gen: torch.Generat
             continue
         data = w.dense()  # the quantizer draws a random number per value of the (M, n) payload
         levels, signs, norms = quantize(data, bits, bucket, gen)
-        received.append(w.with_data(dequantize(levels, signs, norms, bits, bucket, tuple(data.shape))))
+        arrived = transmit_levels(levels, 2 ** bits - 1, link_budget, gen) if link_budget else levels
+        received.append(w.with_data(dequantize(arrived, signs, norms, bits, bucket, tuple(data.shape))))
         packed = torch.from_numpy(pack_codes(levels.numpy(), signs.numpy(), bits))
         n = w.lengths if w.lengths is not None else np.full(data.shape[0], data.shape[1])
         sent.append(Wire(w.name + ".codes", "codes", packed, packed_bytes(n, bits)))
