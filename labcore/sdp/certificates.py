@@ -37,9 +37,19 @@ def normalize_rows(V: np.ndarray) -> np.ndarray:
     return out
 
 
-def smallest_eigenpair(S, v0: np.ndarray | None = None, tol: float = 1e-9) -> tuple[float, np.ndarray]:
-    """Smallest eigenvalue of the symmetric sparse S and its eigenvector (Lanczos; dense for small n)."""
+DENSE_CHECK_NODES = 6000  # up to this many nodes a certificate that ends a run is checked by a dense solve
+
+
+def smallest_eigenpair(S, v0: np.ndarray | None = None, tol: float = 1e-9,
+                       exact: bool = False) -> tuple[float, np.ndarray]:
+    """Smallest eigenvalue of the symmetric sparse S and its eigenvector (Lanczos; dense for small n, and up to
+    DENSE_CHECK_NODES when `exact`: LAPACK's solve of the smallest pair cannot settle on a wrong eigenvalue)."""
     n = S.shape[0]
+    if exact and n <= DENSE_CHECK_NODES:
+        from scipy.linalg import eigh
+
+        w, U = eigh(S.toarray() if sp.issparse(S) else S, subset_by_index=[0, 0])
+        return float(w[0]), U[:, 0]
     if n <= 400:
         w, U = np.linalg.eigh(S.toarray() if sp.issparse(S) else S)
         return float(w[0]), U[:, 0]
@@ -55,14 +65,14 @@ def smallest_eigenpair(S, v0: np.ndarray | None = None, tol: float = 1e-9) -> tu
     return float(sigma - w[-1]), U[:, -1]
 
 
-def certificate(problem: DiagSDP, V: np.ndarray, v0: np.ndarray | None = None) -> Certificate:
-    """The certificate of the feasible point `normalize_rows(V)`."""
+def certificate(problem: DiagSDP, V: np.ndarray, v0: np.ndarray | None = None, exact: bool = False) -> Certificate:
+    """The certificate of the feasible point `normalize_rows(V)` (`exact`: the eigenvalue by a dense solve)."""
     V = normalize_rows(np.asarray(V, dtype=np.float64))
     G = problem.C @ V
     obj = float(np.sum(V * G)) + problem.const
     gnorm = np.linalg.norm(G, axis=1)
     S = problem.C + sp.diags(gnorm)
-    lam, vec = smallest_eigenpair(S, v0)
+    lam, vec = smallest_eigenpair(S, v0, exact=exact)
     dual = problem.const - float(gnorm.sum()) + problem.n * lam
     primal, bound = problem.value(obj), problem.value(dual)
     return Certificate(primal, bound, abs(bound - primal) / max(1.0, abs(primal)), lam, vec)

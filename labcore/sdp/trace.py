@@ -61,9 +61,8 @@ class Recorder:
         if cert.rel_gap < self.tol and self._v0 is not None:
             # Lanczos warm-started at the last eigenvector can settle on an eigenvalue that is no longer the
             # smallest (measured on Cora: a claimed gap of 8e-5 whose dense check was 5.5e-4), so a gap that
-            # ends the run is certified again from a fixed random start, which finds the extreme eigenvalue.
-            cold = np.random.default_rng(0).standard_normal(self.problem.n)
-            cert = certificate(self.problem, V, cold)
+            # ends the run is certified again by a dense solve (graphs up to DENSE_CHECK_NODES nodes).
+            cert = certificate(self.problem, V, None, exact=True)
         self._v0 = cert.eigvec
         row = {"method": self.method, "iter": it, "seconds": self.solver_seconds, "primal": cert.primal,
                "bound": cert.bound, "rel_gap": cert.rel_gap, "rank": numerical_rank(V),
