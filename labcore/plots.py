@@ -35,16 +35,38 @@ def metric_curves(results: Sequence[Result], x: str = "round", y: str = "hr",
     return fig
 
 
-def effective_rank(result: Result) -> go.Figure:
-    """N90 / N99 PCA components of the round's client updates (mean ± std), as CoLR Fig. 2."""
+def effective_rank(result: Result, ceiling: float | None = None) -> go.Figure:
+    """N90 / N99 PCA components of the round's client updates (mean ± std, as CoLR Fig. 2), and of the
+    aggregated update when the run measured it (columns agg_n90, agg_n99, agg_erank; older runs lack them).
+
+    The y axis starts at 0 and reaches at least `ceiling` (the update's width: r or d), so a wobble of a few
+    hundredths around 1 looks like what it is.
+    """
     t = result.table.dropna(subset=["n90_mean"])
     fig = go.Figure()
-    for key, name in (("n90", "N90-PCA"), ("n99", "N99-PCA")):
-        fig.add_trace(go.Scatter(x=t["round"], y=t[f"{key}_mean"], name=name, mode="lines",
+    top = 1.0
+    for key, name, dash, symbol in (("n90", "N90 per client", "solid", "circle"),
+                                    ("n99", "N99 per client", "dash", "x")):
+        fig.add_trace(go.Scatter(x=t["round"], y=t[f"{key}_mean"], name=name, mode="lines+markers",
+                                 line=dict(color="#1f77b4", dash=dash, width=3 if key == "n90" else 1.5),
+                                 marker=dict(symbol=symbol, size=7 if key == "n90" else 9),
                                  error_y=dict(type="data", array=t[f"{key}_std"], visible=True, thickness=0.5)))
-    fig.add_trace(go.Scatter(x=t["round"], y=t["erank_mean"], name="entropy rank", mode="lines",
-                             line=dict(dash="dot")))
-    fig.update_layout(xaxis_title="round", yaxis_title="components", margin=dict(l=40, r=10, t=30, b=40))
+        top = max(top, float((t[f"{key}_mean"] + t[f"{key}_std"].fillna(0)).max() or 1))
+    fig.add_trace(go.Scatter(x=t["round"], y=t["erank_mean"], name="entropy rank per client", mode="lines",
+                             line=dict(color="#1f77b4", dash="dot")))
+    agg = [c for c in ("agg_n90", "agg_n99", "agg_erank") if c in result.table and result.table[c].notna().any()]
+    for key in agg:
+        a = result.table.dropna(subset=[key])
+        name = {"agg_n90": "N90 aggregated", "agg_n99": "N99 aggregated", "agg_erank": "entropy rank aggregated"}[key]
+        style = {"agg_n90": dict(dash="solid", width=3), "agg_n99": dict(dash="dash", width=1.5),
+                 "agg_erank": dict(dash="dot", width=1.5)}[key]
+        fig.add_trace(go.Scatter(x=a["round"], y=a[key], name=name, mode="lines+markers" if key != "agg_erank"
+                                 else "lines", line=dict(color="#d62728", **style),
+                                 marker=dict(symbol="circle" if key == "agg_n90" else "x", size=7)))
+        top = max(top, float(a[key].max()))
+    top = max(top, float(ceiling or 0), 2.0)
+    fig.update_layout(xaxis_title="round", yaxis_title="PCA components", yaxis_range=[0, top * 1.05],
+                      margin=dict(l=50, r=10, t=30, b=40), legend=dict(orientation="h", y=-0.3))
     return fig
 
 
@@ -104,12 +126,23 @@ def metric_panel(results: Sequence[Result], y: str = "hr", labels: Sequence[str]
 
 
 def round_breakdown(result: Result) -> go.Figure:
-    """Simulated time of every round, split into communication and computation (stacked), in seconds."""
+    """Simulated time of every round: communication and computation each on its own panel and scale.
+
+    Stacked on one axis, a 0.05 s upload under 10 s of computation is invisible; here each part has its own
+    y axis and the title gives communication's share of the total.
+    """
+    from plotly.subplots import make_subplots
+
     t = result.table
-    fig = go.Figure([go.Bar(x=t["round"], y=t["t_comm"], name="communication"),
-                     go.Bar(x=t["round"], y=t["t_comp"], name="computation")])
-    fig.update_layout(barmode="stack", bargap=0, xaxis_title="round", yaxis_title="seconds (slowest client)",
-                      margin=dict(l=50, r=10, t=30, b=40), legend=dict(orientation="h", y=-0.25))
+    total = float(t["t_round"].sum()) or 1.0
+    share = float(t["t_comm"].sum()) / total
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
+                        subplot_titles=("communication (s)", "computation + server (s)"))
+    fig.add_trace(go.Bar(x=t["round"], y=t["t_comm"], name="communication", marker_color="#1f77b4"), row=1, col=1)
+    fig.add_trace(go.Bar(x=t["round"], y=t["t_comp"], name="computation", marker_color="#ff7f0e"), row=2, col=1)
+    fig.update_layout(bargap=0, showlegend=False, margin=dict(l=50, r=10, t=60, b=40),
+                      title=dict(text=f"communication: {share:.1%} of the simulated time", font=dict(size=15)))
+    fig.update_xaxes(title_text="round", row=2, col=1)
     return fig
 
 

@@ -331,3 +331,51 @@ def test_every_fair_and_split_learning_preset_opens_its_page_with_its_values():
             # and the link keeps it (a value equal to the page's default is left out of the link)
             assert name not in at.query_params or _same_value(at.query_params[name], raw)
         assert at.get("plotly_chart"), p.id  # the stored card (and the page's own charts) are drawn
+
+
+def test_changing_only_the_bandwidth_of_a_finished_run_re_times_it_without_training(monkeypatch):
+    from labcore import RunConfig
+    from labcore.app import jobs
+
+    at = app({**TINY, "method": "fedmf", "dim": "32"})
+    hr, base = metric(at, "HR@10"), panel_x(at, 3).max()
+    started = []
+    follow = jobs.JobHub.follow
+    monkeypatch.setattr(jobs.JobHub, "follow", lambda self, cfg, *a, **k: started.append(cfg) or follow(self, cfg, *a, **k))
+    at.number_input(key="explorer.bw_up").set_value(0.02).run()
+    at.selectbox(key="explorer.bandwidth_tiers").set_value("straggler: 10% of the clients at 1/20 bandwidth").run()
+    assert not at.exception and started == []  # no job: the stored run is re-timed
+    assert metric(at, "HR@10") == hr and panel_x(at, 3).max() > base
+    assert at.query_params["bw_up"] == "0.02" and "bandwidth_tiers" in at.query_params
+    at.slider(key="explorer.rounds").set_value(3).run()  # a knob that changes training does start one
+    assert len(started) == 1 and started[0].bw_up == RunConfig().bw_up and started[0].bandwidth_tiers == ()
+
+
+def test_reset_to_defaults_and_the_downloads_of_the_explorer():
+    at = app({**TINY, "rank": "3"})
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert labels[0] == "Per-round table (CSV)" and labels.count("Chart (HTML)") == 4
+    erank = charts(at)[1]
+    assert erank["layout"]["yaxis"]["range"][0] == 0 and erank["layout"]["yaxis"]["range"][1] >= 3
+    at.button(key="explorer.reset").click().run()
+    assert not at.exception
+    assert at.slider(key="explorer.rank").value == 4 and "rank" not in at.query_params
+
+
+def test_downloaded_tables_have_human_column_names_with_units():
+    import pandas as pd
+
+    from labcore.app.downloads import chart_html, human_table, table_csv
+    from labcore.plots import round_breakdown
+    from labcore.results import Result
+    from labcore import RunConfig
+
+    t = pd.DataFrame({"round": [0, 1], "hr": [float("nan"), 0.5], "bytes_up_client": [2048.0, 2048.0],
+                      "t_comm": [0.1, 0.2], "t_comp": [1.0, 1.0], "t_round": [1.1, 1.2], "n90_mean": [None, None]})
+    h = human_table(t)
+    assert list(h.columns) == ["round", "HR@10", "upload per client (KB)", "communication, slowest client (s)",
+                               "computation, slowest client + server (s)", "round time (s)"]
+    assert h["upload per client (KB)"].tolist() == [2.0, 2.0]
+    assert table_csv(t).decode().splitlines()[0].startswith("round,HR@10,upload per client (KB)")
+    html = chart_html(round_breakdown(Result(RunConfig(), t, pd.DataFrame())), "x").decode()
+    assert '<script src="http' not in html and "Plotly.newPlot" in html and len(html) > 1_000_000  # plotly.js inside

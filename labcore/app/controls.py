@@ -271,3 +271,12 @@ def md_table(df, digits: int = 4) -> str:
     sep = "|" + "|".join("---" for _ in df.columns) + "|"
     rows = ["| " + " | ".join(cell(v) for v in r) + " |" for r in df.itertuples(index=False)]
     return "\n".join([head, sep, *rows])
+
+
+def reset(spec: PageSpec) -> None:
+    """Back to the page's defaults (a button's on_click: it runs before the next script run draws widgets)."""
+    _store().pop(spec.name, None)
+    for k in [k for k in st.session_state if isinstance(k, str) and k.startswith(spec.name + ".")]:
+        if not k.endswith(".reset"):
+            del st.session_state[k]
+    st.query_params.clear()

@@ -22,6 +22,7 @@ import streamlit as st
 from ..config import ConfigError, RunConfig
 from ..data.base import InteractionData
 from ..fed.engine import check_fits, default_cache_dir
+from ..net.wallclock import recompute, training_config
 from ..results import Result
 from . import jobs
 
@@ -59,12 +60,56 @@ def _stored(cfg: RunConfig, cache_dir: str) -> Result | None:
     return jobs.stored(cfg, cache_dir)
 
 
-def finished(cfg: RunConfig) -> Result | None:
-    """The finished result of `cfg` if there is one (memory, then disk); never trains."""
+def _finished_exact(cfg: RunConfig) -> Result | None:
     cache = default_cache_dir()
     if not (jobs.result_folder(cfg, cache) / "result.json").exists():
         return None
     return _stored(cfg, str(cache))
+
+
+def finished(cfg: RunConfig) -> Result | None:
+    """The finished result of `cfg` if there is one (memory, then disk); never trains.
+
+    A run that differs from a stored one only in wall-clock knobs (bandwidths, tiers, the time model's
+    constants) is that run re-timed (`timed`): milliseconds, no training.
+    """
+    res = _finished_exact(cfg)
+    if res is not None:
+        return res
+    base = training_config(cfg)
+    if base == cfg:
+        return None
+    res = _finished_exact(base)
+    return None if res is None else timed(res, cfg)
+
+
+def train_key(cfg: RunConfig) -> str:
+    """The cache key of the run `cfg` needs trained (its wall-clock knobs do not retrain)."""
+    return training_config(cfg).key()
+
+
+@st.cache_resource(show_spinner=False)
+def _timed_memo() -> dict:
+    return {}
+
+
+def timed(res: Result | None, cfg: RunConfig) -> Result | None:
+    """`res` (trained under training_config(cfg)) with the simulated clock of `cfg`'s network and time model."""
+    if res is None or res.config == cfg:
+        return res
+    memo = _timed_memo()
+    key = (cfg.key(), res.config.key(), len(res.table), res.complete)  # the first k rounds of a run never change
+    hit = memo.get(key)
+    if hit is None:
+        table = recompute(res.table, res.config, cfg, dataset(cfg).train_counts())
+        hit = Result(cfg, table, res.ledger, res.notes, res.complete, res.cached)
+        memo[key] = hit
+        while len(memo) > 128:  # drop the oldest
+            try:
+                memo.pop(next(iter(memo)), None)
+            except (RuntimeError, StopIteration):  # another session changed it meanwhile
+                break
+    return hit
 
 
 def session_id() -> str:
@@ -95,13 +140,14 @@ class RunView:
 
 
 def _view(cfg: RunConfig, job: jobs.Job) -> RunView:
-    return RunView(cfg, job.snapshot, job.done, job.error, job.stopped, False, job.watchers, job.version,
+    """The job (of training_config(cfg)) as `cfg` shows it: re-timed when cfg's wall-clock knobs differ."""
+    return RunView(cfg, timed(job.snapshot, cfg), job.done, job.error, job.stopped, False, job.watchers, job.version,
                    job.resumed_from, hub().ahead(job) if job.queued else None)
 
 
 def stop(cfg: RunConfig) -> None:
     """This session stops watching `cfg`; the run stops between two rounds unless others watch it."""
-    job = hub().get(cfg, default_cache_dir())
+    job = hub().get(training_config(cfg), default_cache_dir())
     if job is not None:
         job.release(session_id(), now=True)
         deadline = time.monotonic() + STOP_WAIT_S  # let it finish its round: the page then shows where it stopped
@@ -111,7 +157,7 @@ def stop(cfg: RunConfig) -> None:
 
 def stopped_view(cfg: RunConfig) -> RunView:
     """A stopped run as it stands: the job's last snapshot."""
-    job = hub().get(cfg, default_cache_dir())
+    job = hub().get(training_config(cfg), default_cache_dir())
     if job is None:
         return RunView(cfg, None, True, None, True)
     v = _view(cfg, job)
@@ -177,15 +223,16 @@ def _attach(cfgs, stopped, sid) -> tuple[list[RunView], list[jobs.Job | None]]:
         job = None
         res = finished(cfg)
         if res is not None:
-            views.append(RunView(cfg, res, True, cached=cfg.key() not in trained, version=0))
-        elif cfg.key() in stopped:
+            views.append(RunView(cfg, res, True, cached=train_key(cfg) not in trained, version=0))
+        elif train_key(cfg) in stopped:
             views.append(stopped_view(cfg))
         else:
             try:
                 data = dataset(cfg)
                 check_fits(cfg, data)
-                job = hub().follow(cfg, data, sid, default_cache_dir())
-                trained.add(cfg.key())
+                base = training_config(cfg)  # wall-clock knobs are a view (timed), never a reason to train
+                job = hub().follow(base, data, sid, default_cache_dir())
+                trained.add(base.key())
                 views.append(_view(cfg, job))
             except (ConfigError, jobs.Busy) as e:
                 views.append(RunView(cfg, None, True, str(e)))

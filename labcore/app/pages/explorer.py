@@ -6,7 +6,7 @@ import math
 import streamlit as st
 
 from labcore import plots
-from labcore.app import analytic, controls, runs
+from labcore.app import analytic, controls, downloads, runs
 from labcore.app.state import EXPLORER as SPEC
 from labcore.app.state import Y_METRICS
 from labcore.metrics import client_data_summary
@@ -24,6 +24,7 @@ def _fmt_bytes(b: float) -> str:
 def render() -> None:
     vs = controls.view_state(SPEC)
     st.title("Explorer")
+    _start_here()
     controls.show_warnings(vs, SPEC.name)
     cfg = controls.sidebar(SPEC, vs, slots=("data_skew",))
     top = st.columns([3, 2])
@@ -43,7 +44,7 @@ def render() -> None:
                     + f", d={cfg.dim}, {cfg.clients_per_round} clients per round, {cfg.rounds} rounds, seed {cfg.seed}")
 
     stopped = st.session_state.setdefault("_lab_stopped", set())
-    key = cfg.key()
+    key = runs.train_key(cfg)  # bandwidths and tiers re-time a run, they never retrain it
     done = runs.finished(cfg) is not None
     if not done:
         if key in stopped:
@@ -88,7 +89,10 @@ def render() -> None:
                          "measured")
         m[3].metric("upload / client / round", _fmt_bytes(last["bytes_up_client"]))
         m[4].metric("cumulative traffic", _fmt_bytes(last["cum_bytes"]))
-        m[5].metric("simulated wall-clock", f"{last['wallclock'] / 60:,.1f} min")
+        m[5].metric("simulated wall-clock", f"{last['wallclock'] / 60:,.1f} min",
+                    help="recomputed from the measured bytes when only bandwidths or tiers change: no retraining")
+        downloads.table_button(t, f"{cfg.describe()} {cfg.dataset} seed {cfg.seed}", key("csv"),
+                               partial=not v.done or v.stopped)
 
     def charts(views, final, key):
         v = views[0]
@@ -99,21 +103,40 @@ def render() -> None:
         run, prog = cfg.key(), (v.version, len(t))
         yy = y if y in t else "hr"
         conf = runs.chart_config(final)
-        st.plotly_chart(runs.figure("explorer.panel", (run, yy), prog, lambda: plots.metric_panel([res], yy)),
-                        key=key("panel"), config=conf, theme=None)
+        panel = runs.figure("explorer.panel", (run, yy), prog, lambda: plots.metric_panel([res], yy))
+        st.plotly_chart(panel, key=key("panel"), config=conf, theme=None)
+        name = f"{cfg.describe()} {cfg.dataset}"
+        downloads.chart_button(panel, f"{name} {yy}", key("panel.html"))
         c1, c2, c3 = st.columns(3)
-        c1.markdown("**Effective rank of the client updates**")
+        c1.markdown("**Effective rank of the updates**")
         if cfg.rank_every:
-            c1.plotly_chart(runs.figure("explorer.erank", run, prog, lambda: plots.effective_rank(res)),
-                            key=key("erank"), config=conf, theme=None)
+            width = cfg.dim if cfg.method in ("fedmf", "topk") else cfg.rank
+            fig = runs.figure("explorer.erank", (run, width), prog, lambda: plots.effective_rank(res, width))
+            c1.plotly_chart(fig, key=key("erank"), config=conf, theme=None)
+            aggregated = "agg_n90" in t and t["agg_n90"].notna().any()
+            c1.caption("Blue: each client's update. An MF client's update is rank 1 by construction (every item row "
+                       "moves along its own user vector p_u; only the drift of p_u over the local epochs adds a "
+                       "little), so N90 = N99 = 1. "
+                       + ("Red: the aggregated update, whose rank grows with the cohort: the server's view."
+                          if aggregated else "The aggregated update's rank is not in this run's table (a run "
+                          "stored before it was measured)."))
+            downloads.chart_button(fig, f"{name} effective rank", key("erank.html"), where=c1)
         else:
             c1.caption("off (advanced: effective rank every 0 rounds)")
         c2.markdown("**Payload per message part (whole run)**")
-        c2.plotly_chart(runs.figure("explorer.parts", run, prog, lambda: plots.payload_parts(res)),
-                        key=key("parts"), config=conf, theme=None)
+        parts = runs.figure("explorer.parts", run, prog, lambda: plots.payload_parts(res))
+        c2.plotly_chart(parts, key=key("parts"), config=conf, theme=None)
+        downloads.chart_button(parts, f"{name} payload parts", key("parts.html"), where=c2)
         c3.markdown("**Round time: communication vs computation**")
-        c3.plotly_chart(runs.figure("explorer.time", run, prog, lambda: plots.round_breakdown(res)),
-                        key=key("time"), config=conf, theme=None)
+        time_fig = runs.figure("explorer.time", run, prog, lambda: plots.round_breakdown(res))
+        c3.plotly_chart(time_fig, key=key("time"), config=conf, theme=None)
+        comm, total = float(t["t_comm"].sum()), float(t["t_round"].sum()) or 1.0
+        c3.caption(f"Each part on its own scale: communication is {comm / total:.1%} of the simulated time at "
+                   f"{cfg.bw_up:g} MB/s up, {cfg.bw_down:g} MB/s down"
+                   + (" with bandwidth tiers" if cfg.bandwidth_tiers else "")
+                   + ". Lower the bandwidth (Communication) or add a straggler tier (Heterogeneity) to see it take "
+                     "over; changing them re-times this run from its measured bytes, without retraining.")
+        downloads.chart_button(time_fig, f"{name} round time", key("time.html"), where=c3)
         if v.done:
             he = t["he_client_s"].dropna() if "he_client_s" in t else []
             txt = res.notes
@@ -126,6 +149,18 @@ def render() -> None:
             st.caption(txt)
 
     runs.follow("explorer", [cfg], status, charts, stopped=stopped)
+
+
+def _start_here() -> None:
+    c = st.columns([5, 1])
+    c[0].info("**Start here.** Change the **method** and the **rank r** (Data and method) first, then the "
+              "**uplink bits** and the **bandwidth** (Communication). Watch HR@10 against the cumulative traffic "
+              "(middle panel) and the share of communication in the round time (bottom right). Bandwidths and "
+              "tiers re-time a finished run instantly; every other knob trains a new run (cached once done).",
+              icon=":material/school:")
+    c[1].button("Reset to defaults", key="explorer.reset", on_click=controls.reset, args=(SPEC,),
+                help="every control back to the Explorer's defaults (the link is cleared too)",
+                icon=":material/restart_alt:")
 
 
 def _data_sizes(cfg, where) -> None:
@@ -155,17 +190,42 @@ def _payload_preview(cfg) -> None:
         st.error(f"{type(e).__name__}: {e}")
         return
     s = analytic.payload_summary(cfg, data.n_items)
-    with st.expander(f"Payload per message: upload {_fmt_bytes(s['up_client'])} per client "
-                     f"({s['up_ratio']:.1%} of FedMF at d={cfg.dim}), broadcast {_fmt_bytes(s['down_client'])}, "
-                     f"{_fmt_bytes(s['round_total'])} per round", expanded=False):
-        t = analytic.payload_table(cfg, data.n_items)
+    up, up_note = s["up_client"], f"({s['up_ratio']:.1%} of FedMF at d={cfg.dim})"
+    down = f"broadcast {_fmt_bytes(s['down_client'])}, {_fmt_bytes(s['round_total'])} per round"
+    ct = _ciphertext_upload(cfg, data.n_items) if cfg.encryption == "ckks" else None
+    if ct is not None:
+        up_note = f"CKKS ciphertexts, {ct / max(s['up_client'], 1):.0f}x the plaintext {_fmt_bytes(s['up_client'])}"
+        up, down = ct, "broadcast: ciphertexts too (measured during the run)"
+    elif cfg.encryption != "none":
+        down += f" (plaintext sizes: under {cfg.encryption} the upload is measured during the run)"
+    with st.expander(f"Payload per message: upload {_fmt_bytes(up)} per client {up_note}, {down}", expanded=False):
+        t = analytic.payload_table(cfg, data.n_items).rename(columns=PAYLOAD_COLUMNS)
         st.markdown(controls.md_table(t))
         if cfg.encryption != "none":
-            st.caption("With encryption the upload is ciphertexts (measured during the run); these are the "
-                       "plaintext sizes. The Encryption page shows the CKKS sizes.")
+            st.caption("With encryption the upload is ciphertexts (measured during the run); the table lists the "
+                       "plaintext parts. " + ("The headline is the ciphertext size of one upload (the update and, "
+                       "with per-item averaging, the item bitmap), measured by encrypting once with these CKKS "
+                       "parameters. " if ct is not None else "") + "The Encryption page shows the CKKS sizes.")
         elif cfg.method == "scolr":
             st.caption("SCoLR: expected sizes over the local rank r_u drawn per client and round.")
 
+
+PAYLOAD_COLUMNS = {"part": "message part", "bytes": "bytes (serialized)", "bits": "bits (theoretical)"}
+
+
+def _ciphertext_upload(cfg, n_items: int) -> float | None:
+    """One client's CKKS upload: the update's ciphertexts (+ the item bitmap's), measured on a real encryption."""
+    if cfg.method not in ("fedmf", "colr", "scolr"):
+        return None
+    n = n_items * (cfg.dim if cfg.method == "fedmf" else cfg.rank)
+    chain = cfg.ckks_chain()
+    try:
+        b = runs.ckks_costs(n, cfg.ckks_degree, chain, cfg.ckks_scale_bits)["ciphertext_bytes"]
+        if cfg.aggregation == "item_mean":
+            b += runs.ckks_costs(n_items, cfg.ckks_degree, chain, cfg.ckks_scale_bits)["ciphertext_bytes"]
+    except Exception:  # invalid CKKS parameters are reported by the run itself
+        return None
+    return float(b)
 
 if __name__ == "__main__":  # st.navigation executes this file as the page script
     render()
