@@ -12,6 +12,8 @@ from .config import RunConfig, from_dict
 ROUND_COLUMNS = ("round", "loss", "hr", "ndcg", "bytes_up", "bytes_down", "bytes_up_client", "bytes_down_client",
                  "cum_bytes", "t_comm", "t_comp", "t_round", "wallclock", "n90_mean", "n90_std", "n99_mean",
                  "n99_std", "erank_mean", "sec_local",
+                 # effective rank of the round's aggregated update (the server's aggregate), on rank_every rounds
+                 "agg_n90", "agg_n99", "agg_erank",
                  # encryption (NaN without): HE compute per client and at the server (s, measured; scaled from
                  # the he_real_clients protected for real when he_extrapolated), and the real partial sum's error
                  "he_client_s", "he_server_s", "he_extrapolated", "he_check_err")

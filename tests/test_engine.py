@@ -179,3 +179,22 @@ def test_an_unreadable_checkpoint_is_reported_and_training_starts_over(tiny, tmp
         res = run(cfg, data=tiny, cache_dir=tmp_path, progress=False)
     ref = run(cfg, data=tiny, use_cache=False, progress=False)
     assert res.complete and res.table["loss"].tolist() == ref.table["loss"].tolist()
+
+
+def test_effective_rank_of_the_aggregated_update_is_recorded_exactly(tiny):
+    from labcore.fed.engine import aggregate_rank_stats
+    from labcore.methods.base import RoundSetup
+
+    # two orthogonal directions of equal variance, a third unused: N90 = N99 = 2, entropy rank exp(ln 2) = 2
+    X = torch.tensor([[1.0, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0]])
+    assert aggregate_rank_stats(X, RoundSetup()) == {"agg_n90": 2.0, "agg_n99": 2.0, "agg_erank": pytest.approx(2.0)}
+    # CoLR's aggregate is A (N, r); the update is A B^T: the same numbers through an orthonormal B
+    B = torch.tensor([[0.0, 1], [1, 0], [0, 0]])
+    low = RoundSetup(LowRank(B, torch.ones(1, 2), torch.ones(1)))
+    assert aggregate_rank_stats(X[:, :2], low)["agg_n90"] == 2.0
+    # recorded by the engine on rank_every rounds, from the aggregate the server applied
+    sim = Simulation(RunConfig(method="fedmf", **FAST), tiny)
+    sim.keep_view = True
+    row = sim.step()
+    assert row["agg_n90"] == aggregate_rank_stats(sim.view["aggregate"], RoundSetup())["agg_n90"]
+    assert 1 <= row["agg_n90"] <= row["agg_n99"] <= FAST["dim"] and "agg_n90" not in sim.step()

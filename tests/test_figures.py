@@ -13,7 +13,8 @@ from labcore.colr import cards, paper, runs
 from labcore.figures import runs as card_runs
 
 EXPECTED_IDS = {"colr-fig2-ml1m", "colr-fig2-pinterest", "colr-fig3-ml1m", "colr-fig3-pinterest", "colr-fig4-ml1m",
-                "colr-fig5-ml1m", "colr-table2-ml1m", "colr-table3-ml1m", "colr-table4-ml1m"}
+                "colr-fig5-ml1m", "colr-table2-ml1m", "colr-table3-ml1m", "colr-table4-ml1m",
+                "colr-schedule-ml1m"}
 ALL_IDS = sorted(EXPECTED_IDS)
 
 

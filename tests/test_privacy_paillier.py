@@ -88,3 +88,10 @@ def test_bad_inputs():
         encrypt_topk(pk, np.zeros(3), np.zeros(2, int))
     with pytest.raises(ValueError, match="indices must lie"):
         PaillierAggregator(KEY).aggregate(np.zeros((1, 2)), np.array([[0, 999]]), None, 10)
+
+
+def test_phe_uses_gmpy2():
+    """gmpy2 is a dependency: without it phe falls back to Python integers, about 8x slower per encryption."""
+    import phe.util
+
+    assert phe.util.HAVE_GMP

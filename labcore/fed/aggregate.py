@@ -162,18 +162,66 @@ def _column_modes(n_items: int, k: int, layout: str, dtype) -> torch.Tensor:
     return modes
 
 
+def _seq(tables) -> torch.Tensor:
+    """t0 + t1 + ... added left to right (the order of an accumulator that starts at 0)."""
+    it = iter(tables)
+    acc = next(it).clone()
+    for t in it:
+        acc += t
+    return acc
+
+
+def _cascade_by_client(rows: RowUpdate) -> torch.Tensor:
+    """(N, k): `_cascade` over all clients, from rows in their own (client, item) order, on dense tables.
+
+    Runs of 2^L clients are contiguous in the rows: one scatter_add_ per level-1 group (2^L runs) sums each
+    (run, item) left to right into a (2^L, N, k) table; the levels above add whole (N, k) tables in the same
+    order as `_cascade`. Work: the rows once, plus one (N, k) addition per run; no sort, no gathered copy.
+    """
+    N, k, n, dt = rows.n_items, rows.width, rows.n_clients, rows.values.dtype
+    L = max(4, _ceil_log2(n) // 4)
+    size = 1 << L
+    n_runs = n >> L
+    ptr = rows.indptr
+
+    def run_sums(c0: int, c1: int, run: int) -> torch.Tensor:
+        """Sums per (run of `run` clients, item) of clients c0..c1-1: (ceil((c1 - c0) / run), N, k)."""
+        a, b = int(ptr[c0]), int(ptr[c1])
+        buf = torch.zeros(-(-(c1 - c0) // run) * N, k, dtype=dt)
+        key = torch.div(rows.client[a:b] - c0, run, rounding_mode="floor") * N + rows.item[a:b]
+        buf.scatter_add_(0, key[:, None].expand(-1, k), rows.values[a:b])  # in row order: clients ascending
+        return buf.view(-1, N, k)
+
+    zero = torch.zeros(N, k, dtype=dt)
+    rest = run_sums(n_runs << L, n, n)[0] if n > n_runs << L else zero
+    n_g1, n_g2 = n_runs >> L, (n_runs >> L) >> L
+    a1 = _seq(run_sums(n_g1 << 2 * L, n_runs << L, size)) if n_runs > n_g1 << L else zero
+    a2, a3, s1_open = zero, zero, []
+    for g1 in range(n_g1):  # complete level-1 groups, one (2^L, N, k) table at a time
+        s1 = _seq(run_sums(g1 << 2 * L, (g1 + 1) << 2 * L, size))
+        if (g1 >> L) < n_g2:  # into a complete level-2 group
+            s1_open.append(s1)
+            if len(s1_open) == size:
+                s2 = _seq(s1_open)
+                a3 = s2 if a3 is zero else a3 + s2
+                s1_open = []
+        else:
+            a2 = s1 if a2 is zero else a2 + s1
+    return ((rest + a1) + a2) + a3
+
+
 def rows_sum(rows: RowUpdate, layout: str = "item") -> torch.Tensor:
     """(N, k): the sum over clients of the row layout, bit for bit `rows.dense().sum(0)` in `layout`."""
     N, k, M, dt = rows.n_items, rows.width, rows.n_clients, rows.values.dtype
     if N * k == 1:  # a one-value table: torch reduces a contiguous vector another way; it is small anyway
         return _dense_layout(rows.dense(), layout).sum(0)
-    item, perm = torch.sort(rows.item, stable=True)  # (item, client) order: each item's clients ascending
-    client, vals = rows.client[perm], rows.values[perm]
-    out = _scatter_rows(N, k, dt, *_cascade(item, client, vals, M))
+    out = _cascade_by_client(rows)
     modes = _column_modes(N, k, layout, dt)
-    if modes.any():
-        use = modes.any(1)[item]
-        inter = _scatter_rows(N, k, dt, *_interleaved(item[use], client[use], vals[use], M))
+    if modes.any():  # a few columns (table edges) use torch's interleaved tree: their items' rows only
+        use = torch.nonzero(modes.any(1)[rows.item]).squeeze(1)
+        item, perm = torch.sort(rows.item[use], stable=True)  # (item, client) order
+        use = use[perm]
+        inter = _scatter_rows(N, k, dt, *_interleaved(item, rows.client[use], rows.values[use], M))
         out = torch.where(modes, inter, out)
     return out
 

@@ -223,7 +223,9 @@ class Simulation:
                "bytes_up_client": float(up_bytes.mean()), "bytes_down_client": float(down_bytes.sum())}
         row.update(self._times(plan, up_bytes, int(down_bytes.sum()), sec_local, sec_server, up, he))
         row.update(he.columns() if he else {})
-        row.update(self._effective_rank(local, setup) if cfg.rank_every and t % cfg.rank_every == 0 else {})
+        if cfg.rank_every and t % cfg.rank_every == 0:
+            row.update(self._effective_rank(local, setup))
+            row.update(aggregate_rank_stats(agg, setup))
         if (t + 1) % cfg.eval_every == 0 or t + 1 == cfg.rounds:
             row["hr"], row["ndcg"] = self.evaluate()
         prev = self.rows[-1] if self.rows else {"cum_bytes": 0, "wallclock": 0.0}
@@ -277,6 +279,17 @@ class Simulation:
 # Effective rank from the dense (M, N, k) update up to this many values (CoLR at the paper's cohort: cheap, and
 # the very numbers of the stored results); from the touched rows beyond (FedMF d=64: 5x less work).
 _DENSE_RANK_LIMIT = 1 << 22
+
+
+def aggregate_rank_stats(agg: torch.Tensor, setup) -> dict[str, float]:
+    """N90 / N99 / entropy rank of the round's aggregated item-table update (the server's aggregate, (N, k)).
+
+    The same definitions as the per-client columns, on one (N, d) matrix: for CoLR / SCoLR the aggregate is A
+    and the update A B^T. Unlike a client's FedMF update (rank 1 when the client trained one user vector),
+    the aggregate's rank grows with the cohort."""
+    right = None if setup.lowrank is None else setup.lowrank.B
+    s = effective_rank_stats(agg[None], right)
+    return {"agg_n90": s["n90_mean"], "agg_n99": s["n99_mean"], "agg_erank": s["erank_mean"]}
 
 
 def rank_stats_rows(rows: RowUpdate, right: torch.Tensor | None = None) -> dict[str, float]:

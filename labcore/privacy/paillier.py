@@ -258,22 +258,24 @@ def per_value_costs(key_length: int = DEFAULT_KEY_LENGTH, sample: int = 16, seed
     """Measured per-value Paillier costs on `sample` values ~1e-2 (cached per arguments).
 
     Returns bytes per ciphertext (measured len of the serialized integer at
-    fixed width), encrypt / weighted-add (server) / decrypt seconds per value.
+    fixed width), encrypt / weighted-add (server) / decrypt seconds per value: CPU seconds of this process
+    (one thread of big-integer arithmetic, so on an idle machine the same as wall time; on a shared one the
+    wall clock would count the other processes too).
     """
     pk, sk = keypair(key_length)
     rng = np.random.default_rng(seed)
     x = rng.normal(0.0, 1e-2, size=sample)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     cts = [pk.encrypt(float(v), precision=VALUE_PRECISION) for v in x]
-    t_enc = (time.perf_counter() - t0) / sample
+    t_enc = (time.process_time() - t0) / sample
     nbytes = [len(c.ciphertext(be_secure=False).to_bytes(ciphertext_width(pk), "big")) for c in cts]
     enc_w = EncodedNumber.encode(pk, 0.5, precision=WEIGHT_PRECISION)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     sums = [c * enc_w + c * enc_w for c in cts]
-    t_srv = (time.perf_counter() - t0) / (2 * sample)  # per (client, value): one weighting + one add
-    t0 = time.perf_counter()
+    t_srv = (time.process_time() - t0) / (2 * sample)  # per (client, value): one weighting + one add
+    t0 = time.process_time()
     dec = np.array([sk.decrypt(s) for s in sums])
-    t_dec = (time.perf_counter() - t0) / sample
+    t_dec = (time.process_time() - t0) / sample
     return {
         "key_length": key_length,
         "sample": sample,
