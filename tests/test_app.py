@@ -224,7 +224,7 @@ def test_compare_equal_ratio_puts_colr_svd_and_topk_on_the_same_axes():
     names = {t["name"] for t in charts(at)[0]["data"]}
     assert {"CoLR", "SVD", "Top-K"} <= names
     t = at.dataframe[0].value
-    mb = dict(zip(t["method"], t["MB per client per round"]))
+    mb = dict(zip(t["run"], t["traffic per client per round (MB)"]))
     assert mb["CoLR@2"] < mb["FedMF d=8"] if "FedMF d=8" in mb else mb["CoLR@2"] < mb["CoLR@4"]
 
 
@@ -247,11 +247,13 @@ def test_encryption_cost_explorer_answers_and_reacts_to_degree_and_rank():
 
 
 def test_encryption_attack_leaks_in_clear_and_not_under_ckks():
-    at = app({"synthetic_size": "tiny", "dim": "8", "clients_per_round": "10"}, page="encryption")
+    at = app({"dim": "8", "clients_per_round": "10"}, page="encryption")  # small: tiny's base rate is ~0.5
     table = at.dataframe[-1].value
-    up = table[table["view"] == "upload"].set_index("encryption")
-    assert up.loc["none", "precision"] > 0.5
-    assert up.loc["ckks", "precision"] < up.loc["none", "precision"]
+    up = table[table["what the server attacks"] == "upload"].set_index("encryption")
+    assert up.loc["none", "attack precision"] > 0.5
+    assert up.loc["ckks", "attack precision"] < up.loc["none", "attack precision"]
+    assert up.loc["none", "clients attacked"] == up.loc["ckks", "clients attacked"]  # like with like
+    assert any("same 4 clients" in c.value for c in at.caption)
     at.selectbox(key="encryption.ckks_coeff_bits").set_value((60, 40, 40, 60)).run()
     assert not at.exception
 

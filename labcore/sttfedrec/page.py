@@ -89,11 +89,35 @@ def render() -> None:
         if col in t3:
             t3[col] = t3[col] / t3["device_factor"] * factor
     st.plotly_chart(plots.table3_bars(t3), key="split.table3", config={"displaylogo": False}, theme=None)
+    st.caption(_mb_caption(t3, parts))
     st.plotly_chart(plots.time_bars(t3), key="split.time", config={"displaylogo": False}, theme=None)
     if parts is not None:
         st.plotly_chart(plots.payload_bars(parts), key="split.payload", config={"displaylogo": False}, theme=None)
-    st.dataframe(plots.payload_table(t3), hide_index=True, width="stretch")
+        st.caption("Left: what the lesson is about, the device's traffic with the server. Right: the chain, "
+                   "which only STTFedRec has (ring32 rows use 32-bit shares, half the size).")
+    st.dataframe(plots.payload_table(t3).rename(columns={"quantity": "per device", "value": "value"}),
+                 hide_index=True, width="stretch")
     _paper_card(ui)
+
+
+def _mb_caption(t3, parts) -> str:
+    """Why STTFedRec's MB bar is the taller one, with the measured numbers: the download is what it cuts."""
+    text = ("Why is STTFedRec's MB bar taller? The lesson is the download: naive FL sends every device both "
+            "towers and takes both gradients back; STTFedRec sends only the user tower and the embeddings of the "
+            "request's items, and sends the server nothing but its request. What it adds is the secure-aggregation "
+            "chain: the user-tower gradient travels as ring shares to the next device and to the aggregation "
+            "server (64-bit shares: twice the float32 size).")
+    if parts is None:
+        return text
+    p = parts[parts["phase"].str.startswith("training")]
+    down = p[p["link"] == "server->device"].groupby("model")["bytes"].sum() / 2**20
+    chain = p[~p["link"].isin(plots.SERVER_LINKS)].groupby("model")["bytes"].sum() / 2**20
+    pairs = [(f, s) for f, s in (("FL-DSSM", "STTFedRec-DSSM"), ("FL-CLSM", "STTFedRec-CLSM")) if f in down and s in down]
+    if pairs:
+        f, s = pairs[0]
+        text += (f" Measured ({s.split('-')[1]}): download {down[f]:.1f} MB (FL) vs {down[s]:.1f} MB (STTFedRec); "
+                 f"the chain adds {chain.get(s, 0):.1f} MB per device (the payload chart below splits the two).")
+    return text
 
 
 def _paper_card(ui: UrlWidgets) -> None:

@@ -103,15 +103,25 @@ def time_bars(table3: pd.DataFrame) -> go.Figure:
     return _layout(fig, "Device training time per round, by step")
 
 
+SERVER_LINKS = ("server->device", "device->server")  # what the lesson is about: the device's traffic with the server
+
+
 def payload_bars(parts: pd.DataFrame, phase: str = "training") -> go.Figure:
-    """Measured bytes of one device's messages by part, coloured by link."""
+    """Measured bytes of one device's messages by part, coloured by link, in two panels: the links with the
+    server (the download STTFedRec cuts) and the secure-aggregation chain (device->device, device->SAS), which
+    STTFedRec adds and naive FL does not have."""
     d = parts[parts["phase"].str.startswith(phase)]
-    fig = go.Figure()
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
+                        subplot_titles=("with the server (download + upload)", "secure-aggregation chain"))
     for link, g in d.groupby("link"):
+        col = 1 if link in SERVER_LINKS else 2
         fig.add_trace(go.Bar(x=g["model"], y=g["bytes"] / 2**20, name=link, marker_color=LINK_COLORS.get(link),
-                             text=g["part"], hovertemplate="%{text}: %{y:.4f} MB<extra>" + link + "</extra>"))
-    fig.update_layout(barmode="stack", yaxis_title="MB per device")
-    return _layout(fig, f"Measured payload per device ({phase}), by part and link")
+                             text=g["part"], textposition="none",
+                             hovertemplate="%{text}: %{y:.4f} MB<extra>" + link + "</extra>"), row=1, col=col)
+    fig.update_layout(barmode="stack")
+    fig.update_yaxes(title_text="MB per device", row=1, col=1)
+    fig.update_xaxes(tickangle=30)
+    return _layout(fig, f"Measured payload per device ({phase}), by part and link", 460)
 
 
 # --- Fig. 4: rho -----------------------------------------------------------------------------------------------

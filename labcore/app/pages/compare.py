@@ -6,7 +6,7 @@ import streamlit as st
 
 from labcore import plots
 from labcore.net.wallclock import table2
-from labcore.app import controls, runs, sweeps
+from labcore.app import controls, downloads, runs, sweeps
 from labcore.app.state import COMPARE as SPEC
 from labcore.app.state import Y_METRICS
 
@@ -69,20 +69,27 @@ def render() -> None:
         ident = (tuple(p.cfg.key() for p, _ in ready), y)
         prog = tuple((v.version, v.rounds_done) for _, v in ready)
         conf = runs.chart_config(final)
-        st.plotly_chart(runs.figure("compare.tradeoff", ident, prog, lambda: _titled(
-            plots.tradeoff(res, groups, y, dashed), f"final {_Y[y]} vs bytes per client per round")),
-            key=key("tradeoff"), config=conf, theme=None)
-        st.plotly_chart(runs.figure("compare.panel", ident, prog, lambda: plots.metric_panel(
-            res, y, labels, dashed=[i for i, (p, _) in enumerate(ready) if p.dashed])), key=key("panel"), config=conf, theme=None)
+        trade = runs.figure("compare.tradeoff", ident, prog, lambda: _titled(
+            plots.tradeoff(res, groups, y, dashed), f"final {_Y[y]} vs bytes per client per round"))
+        st.plotly_chart(trade, key=key("tradeoff"), config=conf, theme=None)
+        downloads.chart_button(trade, f"compare {mode} tradeoff", key("tradeoff.html"))
+        panel = runs.figure("compare.panel", ident, prog, lambda: plots.metric_panel(
+            res, y, labels, dashed=[i for i, (p, _) in enumerate(ready) if p.dashed]))
+        st.plotly_chart(panel, key=key("panel"), config=conf, theme=None)
+        downloads.chart_button(panel, f"compare {mode} {y}", key("panel.html"))
         st.markdown("**Round time: communication vs computation (Table 2 form)**")
-        st.plotly_chart(runs.figure("compare.time", ident, prog, lambda: plots.round_time(res, labels)),
-                        key=key("time"), config=conf, theme=None)
-        t2 = table2(res, labels)
+        time_fig = runs.figure("compare.time", ident, prog, lambda: plots.round_time(res, labels))
+        st.plotly_chart(time_fig, key=key("time"), config=conf, theme=None)
+        downloads.chart_button(time_fig, f"compare {mode} round time", key("time.html"))
+        t2 = table2(res, labels).rename(columns={"method": "run"})
         t2["final " + _Y[y]] = [float(r.table[y].dropna().iloc[-1]) if r.table[y].notna().any() else float("nan")
                                 for r in res]
-        t2["MB per client per round"] = [float((r.table.bytes_up_client + r.table.bytes_down_client).mean() / 2**20)
-                                         for r in res]
+        t2["traffic per client per round (MB)"] = [
+            float((r.table.bytes_up_client + r.table.bytes_down_client).mean() / 2**20) for r in res]
         st.dataframe(pd.DataFrame(t2), hide_index=True, width="stretch", key=key("table"))
+        every = pd.concat([downloads.human_table(r.table, drop_empty=False).assign(run=lab) for r, lab in
+                           zip(res, labels)], ignore_index=True)
+        downloads.table_button(every, f"compare {mode}", key("csv"), partial=not final)
 
     runs.follow("compare", [p.cfg for p in plan], status, charts)
 

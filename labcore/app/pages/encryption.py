@@ -30,10 +30,11 @@ def _table3(degree: int, chain: tuple, scale: int, n_items: int, d: int) -> pd.D
     out = []
     for r in rows:
         p = r["paper"] or {}
-        out.append({"method": r["method"], "scheme": r["scheme"], "client s": r["client_s"], "server s": r["server_s"],
-                    "ciphertext KB": r["ciphertext_kb"], "plaintext KB": r["plaintext_kb"], "ratio": r["ratio"],
-                    "paper client s": p.get("client_s"), "paper server s": p.get("server_s"),
-                    "paper ciphertext KB": p.get("ciphertext_kb"), "paper ratio": p.get("ratio"),
+        out.append({"method": r["method"], "scheme": r["scheme"], "client (s)": r["client_s"],
+                    "server (s)": r["server_s"], "ciphertext (KB)": r["ciphertext_kb"],
+                    "plaintext (KB)": r["plaintext_kb"], "ciphertext / plaintext": r["ratio"],
+                    "paper: client (s)": p.get("client_s"), "paper: server (s)": p.get("server_s"),
+                    "paper: ciphertext (KB)": p.get("ciphertext_kb"), "paper: ciphertext / plaintext": p.get("ratio"),
                     "basis": r["basis"]})
     return pd.DataFrame(out)
 
@@ -132,17 +133,46 @@ def _attack(cfg, vs) -> None:
     except ConfigError as e:
         st.warning(str(e))
         return
+    real = ATTACKED if cfg.encryption != "none" else None
     runs_ = [plain] if cfg.encryption == "none" else [plain, cfg]
-    out = [runs.curious_server(c, rounds, 4 if c.encryption != "none" else None) for c in runs_]
+    out = [runs.curious_server(c, rounds, real if c.encryption != "none" else None) for c in runs_]
+    if len(out) == 2:  # like with like: the plain run attacked on the very clients attacked under encryption
+        out[0] = same_clients(out[0], out[1])
     from labcore.privacy.server_attack import attack_summary
 
     summary = attack_summary(out)
     st.plotly_chart(plots.attack_bars(summary), key="encryption.attack", config={"displaylogo": False}, theme=None)
-    st.dataframe(summary, hide_index=True, width="stretch")
-    st.caption(f"{cfg.method} on {cfg.dataset}, {cfg.clients_per_round} clients per round, seed {cfg.seed}, "
-               f"{rounds} round(s). Under encryption 4 clients per round are protected for real and attacked. "
+    st.dataframe(summary.rename(columns=ATTACK_COLUMNS), hide_index=True, width="stretch")
+    n = cfg.clients_per_round
+    if cfg.encryption == "none":
+        who = f"every one of the {n} clients of each round is attacked"
+    else:
+        who = (f"both rows attack the same {min(real, n)} clients of each {n}-client round: under {cfg.encryption} "
+               f"only {min(real, n)} clients per round are protected for real (the costly part), and the plain "
+               "run is scored on those same clients; the aggregate mixes all "
+               f"{n} clients in both")
+    st.caption(f"{cfg.method} on {cfg.dataset}, {n} clients per round, seed {cfg.seed}, {rounds} round(s): {who}. "
                "Pick another protection in the sidebar; `none` shows the plain run only.")
 
+
+ATTACKED = 4  # clients per round protected for real (and attacked) under encryption
+ATTACK_COLUMNS = {"view": "what the server attacks", "precision": "attack precision", "recall": "attack recall",
+                  "base_rate": "chance (base rate)", "lift": "lift (precision / chance)", "clients": "clients attacked"}
+
+
+def same_clients(plain: dict, protected: dict) -> dict:
+    """The plain run's attack scores restricted to the (round, client) pairs attacked in the protected run."""
+    from labcore.privacy.server_attack import SCORE_KEYS
+
+    keep = set(zip(protected["per_client"]["round"], protected["per_client"]["client"]))
+    t = plain["per_client"]
+    t = t[[(r, c) in keep for r, c in zip(t["round"], t["client"])]]
+    out = {**plain, "per_client": t}
+    for view in ("upload", "aggregate", "bitmap", "topk_indices", "topk_indices_touched"):
+        cols = [f"{view}_{k}" for k in SCORE_KEYS]
+        if view in plain and cols[0] in t:
+            out[view] = {k: float(t[c].mean()) for k, c in zip(SCORE_KEYS, cols)} | {"clients": len(t)}
+    return out
 
 if __name__ == "__main__":  # st.navigation executes this file as the page script
     render()
