@@ -6,7 +6,18 @@ every number comes from `labcore` (cached by config).
 """
 import streamlit as st
 
+from labcore.app import jobs
 from labcore.app.pages import navigation
+
+
+def _connected(session_id: str) -> bool:
+    """Is this browser session still connected? A refresh opens a new session and closes the old one."""
+    from streamlit.runtime import Runtime
+
+    return not Runtime.exists() or Runtime.instance().is_active_session(session_id)
+
+
+jobs.watch_sessions(_connected)  # a refreshed page counts as one watcher, not two
 
 st.set_page_config(page_title="labcore lab", page_icon=":material/hub:", layout="wide")
 # Readable from the back row at 1280x720: metric values and labels wrap instead of ending in "...".

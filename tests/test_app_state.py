@@ -160,3 +160,45 @@ def test_data_skew_lives_in_the_link_and_a_bad_value_falls_back_with_a_message()
     assert any("synthetic data only" in w for w in p.warnings)
     assert parse({"_hide": "heterogeneity"}, EXPLORER).hide >= {"data_skew", "bandwidth_tiers"}
     assert COMPARE.control("data_skew") is None  # an Explorer knob
+
+
+# --- a refreshed page is one session; a missing dataset reads well on a page ----------------------------------
+def test_a_refreshed_page_counts_as_one_watcher_and_a_closed_tab_stops_the_run(monkeypatch, tmp_path):
+    from labcore.app import jobs
+    from labcore.data import load_dataset
+
+    connected = {"old", "new"}
+    monkeypatch.setattr(jobs, "_session_alive", lambda s: s in connected)
+    monkeypatch.setattr(jobs, "GONE_S", 0.0)
+    monkeypatch.setattr(jobs, "LAST_GONE_S", 3600.0)
+    job = jobs.Job(RunConfig(synthetic_size="tiny", rounds=2), load_dataset("synthetic", size="tiny"), tmp_path)
+    job.attach("old")
+    connected.discard("old")  # the page is refreshed: its old session disconnects ...
+    assert job.watchers == 0 and not job.should_stop()  # ... the run waits for the page to come back
+    job.attach("new")
+    assert job.watchers == 1 and job.sessions() == {"new"}  # one session watching, not two
+    connected.discard("new")  # the tab is closed
+    monkeypatch.setattr(jobs, "LAST_GONE_S", 0.0)
+    assert job.should_stop()
+
+
+def test_a_missing_dataset_reads_as_markdown_with_the_raw_download_error_apart(tmp_path, monkeypatch):
+    from labcore.data import load_dataset
+    from labcore.data.errors import DatasetNotFoundError, readable
+
+    monkeypatch.setenv("LABCORE_DATA", str(tmp_path))
+    try:
+        load_dataset("ml-1m", download=False)
+        pytest.skip("ml-1m is in ./data or the lab data folder here")
+    except DatasetNotFoundError as err:
+        md, details = err.markdown()
+    assert md.startswith("**ml-1m**: no data files found.")
+    assert f"- `{tmp_path / 'ml-1m'}`" in md and "\n\n**How to get it:** put ratings.dat" in md
+    assert "\\$LABCORE_DATA" in md and details == ""  # `$` would start a formula in Streamlit's markdown
+    raw = ("ml-1m: no data files found. Looked for ratings.dat in:\n  - /x/ml-1m  (./data)\n"
+           "Download of https://files.grouplens.org/datasets/movielens/ml-1m.zip failed: ConnectionError: "
+           "HTTPSConnectionPool(host='files.grouplens.org', port=443): Max retries exceeded (Caused by "
+           "NameResolutionError(\"Failed to resolve 'files.grouplens.org'\"))\nFix: put ratings.dat into /x/ml-1m/.")
+    md, details = readable("DatasetNotFoundError: " + raw)
+    assert "HTTPSConnectionPool" not in md and details.startswith("ConnectionError: HTTPSConnectionPool")
+    assert "Downloading from files.grouplens.org failed: the server's name could not be resolved" in md

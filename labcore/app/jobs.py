@@ -13,6 +13,11 @@ checkpoint and ends; asking for the same configuration again resumes it from
 that checkpoint, and because every round draws its randomness from (seed,
 round) the resumed run gives the same numbers as an uninterrupted one.
 
+A refreshed page is a new Streamlit session: the old one closes its websocket but would count as watching
+until its heartbeat expired ("2 sessions watching" after one refresh, 3 after two). With a liveness check
+installed (`watch_sessions`, done by app.py with Streamlit's own list of connected sessions) a watcher whose
+session has been gone for `GONE_S` is dropped at once.
+
 Finished runs are saved in the core's on-disk cache (`<cache>/<cfg.key()>/`,
 the layout `labcore.run` reads and writes), so the CLI, the notebooks and the
 app share results both ways. This module does not import Streamlit.
@@ -23,6 +28,7 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 from ..config import RunConfig
 from ..data.base import InteractionData
@@ -36,6 +42,16 @@ MAX_RUNNING = int(os.environ.get("LABCORE_APP_MAX_RUNS", "24"))  # runs training
 # Runs that train at the same time; the others wait in line. Training threads share one interpreter
 # lock with the sessions' page updates: more of them than cores makes every run and every page slower.
 TRAINING_SLOTS = int(os.environ.get("LABCORE_APP_TRAINING", str(max(1, os.cpu_count() or 1))))
+GONE_S = 1.5  # a session disconnected this long is gone (shorter drops may reconnect to the same session) ...
+LAST_GONE_S = 10.0  # ... unless it is the last watcher: a refreshed page reattaches within this (no restart)
+
+_session_alive: Callable[[str], bool] | None = None
+
+
+def watch_sessions(alive: Callable[[str], bool] | None) -> None:
+    """Install the check that a session is still connected (None: only heartbeats count)."""
+    global _session_alive
+    _session_alive = alive
 
 
 class Busy(RuntimeError):
@@ -71,6 +87,7 @@ class Job:
         self.error: str | None = None
         self.resumed_from = 0
         self._watchers: dict[str, float] = {}
+        self._gone_since: dict[str, float] = {}  # watchers whose session is disconnected, since when
         self._stop_at: float | None = None
         self.created = time.monotonic()
         self.first_round_s: float | None = None  # time from start to the first trained round
@@ -95,20 +112,39 @@ class Job:
             if not self._watchers and not self.done:
                 self._stop_at = time.monotonic() + (0.0 if now else RELEASE_GRACE_S)
 
+    def _prune(self, t: float) -> None:
+        """Drop watchers that stopped polling or whose session is gone (caller holds the lock)."""
+        alive = _session_alive
+        for s, seen in list(self._watchers.items()):
+            if t - seen > HEARTBEAT_S:
+                del self._watchers[s]
+            elif alive is not None and not alive(s):
+                self._gone_since.setdefault(s, t)
+            else:
+                self._gone_since.pop(s, None)
+        live = sum(s not in self._gone_since for s in self._watchers)
+        for s, since in self._gone_since.items():
+            if s in self._watchers and t - since >= (GONE_S if live else LAST_GONE_S):
+                del self._watchers[s]
+        for s in [s for s in self._gone_since if s not in self._watchers]:
+            del self._gone_since[s]
+
     @property
     def watchers(self) -> int:
-        return len(self._watchers)
+        """Connected sessions watching (a refreshed page's old session is not counted)."""
+        with self._lock:
+            self._prune(time.monotonic())
+            return sum(s not in self._gone_since for s in self._watchers)
 
     def sessions(self) -> set[str]:
         with self._lock:
+            self._prune(time.monotonic())
             return set(self._watchers)
 
     def should_stop(self) -> bool:
         with self._lock:
             t = time.monotonic()
-            for s, seen in list(self._watchers.items()):
-                if t - seen > HEARTBEAT_S:
-                    del self._watchers[s]
+            self._prune(t)
             if not self._watchers and self._stop_at is None:
                 self._stop_at = t
             return self._stop_at is not None and t >= self._stop_at

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from labcore.app import presets
+from labcore.app import notices, presets
 from labcore.app.url_widgets import UrlWidgets
 from labcore.fair import plots as fplots
 from labcore.fair.config import ConfigError, paper_ranking
@@ -50,8 +50,34 @@ def render() -> None:
     try:
         devices = _devices(dataset, tiers)
     except (ConfigError, FileNotFoundError, OSError) as e:
-        st.error(str(e))
+        notices.error(e)  # the stored paper tables below need no data: still shown
+    else:
+        _live(devices, dataset, tiers, rounds)
+    st.subheader("Paper tables, reproduced")
+    from labcore.figures import registry
+    card_id = ui.select("_fair_card", "card", CARDS, CARDS[0])
+    ui.warnings()
+    res = registry.stored(card_id)
+    card = registry.get(card_id)
+    _card_text(card)
+    if res is None:
+        st.info(f"No stored full-size result yet: labcore figure {card_id} --full --save")
         return
+    st.plotly_chart(res.figure, width="stretch", theme=None)
+    st.dataframe(res.comparison(), hide_index=True)
+
+
+def _card_text(card) -> None:
+    """The card as short paragraphs and bullets (its `describe()` is terminal text: one paragraph here)."""
+    st.markdown(f"**{card.title}**")
+    st.markdown(f"*The paper:* {card.caption}")
+    lines = [f"- **Expected:** {card.expected}", f"- **Tolerance:** {card.tolerance_text}"]
+    lines += [f"- {n}" for n in card.notes]
+    st.markdown("\n".join(lines).replace("$", "\\$"))
+
+
+def _live(devices, dataset: str, tiers: str, rounds: int) -> None:
+    """What a device stores and the Fig. 1 trade-off, computed here from the chosen data."""
     st.subheader("What a device stores")
     st.caption("psi: m values per item table (m = the greatest power of two <= n / ratio), its own user vectors "
                "and the small dense layers. 1x devices hold the server's table itself.")
@@ -66,18 +92,6 @@ def render() -> None:
         df = _tradeoff(dataset, tiers, rounds)
         st.plotly_chart(fplots.tradeoff(df), width="stretch", theme=None)
         st.dataframe(df, hide_index=True)
-    st.subheader("Paper tables, reproduced")
-    from labcore.figures import registry
-    card_id = ui.select("_fair_card", "card", CARDS, CARDS[0])
-    ui.warnings()
-    res = registry.stored(card_id)
-    card = registry.get(card_id)
-    st.caption(card.describe())
-    if res is None:
-        st.info(f"No stored full-size result yet: labcore figure {card_id} --full --save")
-        return
-    st.plotly_chart(res.figure, width="stretch", theme=None)
-    st.dataframe(res.comparison(), hide_index=True)
 
 
 if __name__ == "__main__":  # st.navigation executes this file as the page script

@@ -15,20 +15,81 @@ def _layout(fig: go.Figure, y: str, x: str = "") -> go.Figure:
     return fig
 
 
+GROUP_WIDTH = 0.8  # share of a category's width its bars fill
+SHORT_BAR = 0.25  # bars below this share of the tallest carry their value above them
+LABEL_ZONE = 0.2  # share of the tallest bar's height a value written along a bar takes
+
+
+def _slots(ours: pd.DataFrame, paper: pd.DataFrame | None, x: str, color: str) -> tuple[list, dict, float]:
+    """Categories in order and the x position of every (category, method) shown, ours or the paper's.
+
+    Each category centres only the methods it has (FedAvg alone at '-', the paper's Central alone at 'central'),
+    all bars one width: placed by hand, since Plotly's grouped bars keep a slot for every method everywhere and
+    put scatter points (the paper's diamonds) between them."""
+    frames = [ours] + ([paper] if paper is not None else [])
+    cats = list(dict.fromkeys(str(v) for f in frames for v in f[x]))
+    methods = list(dict.fromkeys(str(v) for f in frames for v in f[color]))
+    present = {c: [m for m in methods if any(((f[x].astype(str) == c) & (f[color].astype(str) == m)).any()
+                                             for f in frames)] for c in cats}
+    width = GROUP_WIDTH / max(len(v) for v in present.values())
+    pos = {(c, m): i + (j - (len(present[c]) - 1) / 2) * width
+           for i, c in enumerate(cats) for j, m in enumerate(present[c])}
+    return cats, pos, width
+
+
+def _label_end(part: pd.DataFrame, paper: pd.DataFrame | None, x: str, color: str, metric: str, top: float) -> str:
+    """Where a method's bars carry their value: at the base, unless the paper's diamonds fall there more
+    often than on the bars' tops (ours far above the paper's numbers)."""
+    zone = LABEL_ZONE * top
+    base = tops = 0
+    for _, r in part.iterrows():
+        if paper is None:
+            break
+        pv = paper[(paper[x].astype(str) == str(r[x])) & (paper[color].astype(str) == str(r[color]))][metric]
+        if not len(pv) or pd.isna(pv.iloc[0]) or pd.isna(r[metric]):
+            continue
+        pv, v = float(pv.iloc[0]), float(r[metric])
+        base += pv <= zone
+        tops += v - zone <= pv <= v + 0.04 * top
+    return "end" if base > tops else "start"
+
+
 def table_bars(ours: pd.DataFrame, paper: pd.DataFrame, metric: str, x: str = "capacity",
                color: str = "method") -> go.Figure:
-    """Ours as bars (N/A as an empty slot with a label), the paper's numbers as black diamonds."""
+    """Ours as bars with their value written inside (N/A where a scheme cannot run), the paper's number as a
+    black diamond on the same bar."""
+    paper = paper if paper is not None and len(paper) and metric in paper else None
+    cats, pos, width = _slots(ours, paper, x, color)
+    top = float(ours[metric].max()) if ours[metric].notna().any() else 1.0
     fig = go.Figure()
     for name, part in ours.groupby(color, sort=False):
-        fig.add_trace(go.Bar(x=part[x], y=part[metric], name=str(name), marker_color=METHOD_COLORS.get(str(name)),
-                             text=[("N/A" if pd.isna(v) else f"{v:.3f}") for v in part[metric]],
-                             textposition="outside", offsetgroup=str(name)))
-    if paper is not None and len(paper) and metric in paper:
-        for name, part in paper.groupby(color, sort=False):
-            fig.add_trace(go.Scatter(x=part[x], y=part[metric], mode="markers", name=f"paper {name}",
-                                     marker=dict(symbol="diamond", color="black", size=8), offsetgroup=str(name),
-                                     showlegend=False))
-    return _layout(fig, METRIC_LABELS.get(metric, metric), x)
+        xs = [pos[(str(c), str(name))] for c in part[x]]
+        vals = part[metric].astype(float)
+        fig.add_trace(go.Bar(x=xs, y=vals, width=width, name=str(name), marker_color=METHOD_COLORS.get(str(name)),
+                             text=[f"{v:.3f}" for v in vals], textangle=-90,
+                             insidetextanchor=_label_end(part, paper, x, color, metric, top),
+                             # a label fits inside a bar a quarter of the tallest high; a shorter one gets it above
+                             textposition=["inside" if v >= SHORT_BAR * top else "outside" for v in vals],
+                             insidetextfont=dict(color="white"), cliponaxis=False,
+                             hovertemplate=f"{name} %{{customdata}}: %{{y:.4f}}<extra>ours</extra>",
+                             customdata=part[x].astype(str)))
+        na = vals.isna().to_numpy()
+        if na.any():
+            fig.add_trace(go.Scatter(x=[v for v, n in zip(xs, na) if n], y=[0] * int(na.sum()), mode="text",
+                                     text=["N/A"] * int(na.sum()), textposition="top center", showlegend=False,
+                                     hoverinfo="skip", textfont=dict(color=METHOD_COLORS.get(str(name), "#444444"))))
+    if paper is not None:
+        shown = paper.dropna(subset=[metric])
+        fig.add_trace(go.Scatter(
+            x=[pos[(str(c), str(m))] for c, m in zip(shown[x], shown[color])], y=shown[metric], mode="markers",
+            name="paper", marker=dict(symbol="diamond", color="black", size=11, line=dict(color="white", width=1)),
+            customdata=[f"{m} {c}" for c, m in zip(shown[x], shown[color])],
+            hovertemplate="%{customdata}: %{y:.4f}<extra>paper</extra>"))
+    fig.update_xaxes(tickvals=list(range(len(cats))), ticktext=cats, range=[-0.6, len(cats) - 0.4],
+                     tickangle=-30 if max(map(len, cats)) > 12 else 0)
+    fig = _layout(fig, METRIC_LABELS.get(metric, metric), x)
+    fig.update_layout(barmode="overlay", uniformtext=dict(minsize=11, mode="show"))
+    return fig
 
 
 def curves(frame: pd.DataFrame, metric: str = "metric", label: str = "run") -> go.Figure:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from labcore.app import notices
 from labcore.app.url_widgets import UrlWidgets
 from labcore.sdp import cards as _cards  # noqa: F401  (registers the topic's cards)
 from labcore.sdp import plots
@@ -57,7 +58,7 @@ def render() -> None:
         with st.spinner(f"Solving with {cfg.label()} ..."):
             trace, cuts, n, name = _solve(cfg.to_dict(), int(trials))
     except GraphNotFound as e:
-        st.error(str(e))
+        notices.error(e)
         return
     last = trace.iloc[-1]
     c = st.columns(5)

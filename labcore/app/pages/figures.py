@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from labcore.fed.engine import default_cache_dir
-from labcore.app import controls, presets
+from labcore.app import controls, notices, presets
 from labcore.app.state import FIGURES as SPEC
 
 SIZES = {"stored": "stored full-size result", "smoke": "smoke run here (seconds, synthetic)"}
@@ -85,7 +85,7 @@ def render() -> None:
             try:
                 res = _smoke(card_id, str(default_cache_dir()))
             except Exception as e:
-                st.error(f"The smoke run failed: {type(e).__name__}: {e}")
+                notices.error(e, prefix="The smoke run failed.")
                 return
     label = "full size" if res.size == "full" else "smoke size (synthetic data: the numbers are not comparable)"
     ok = res.verdict if res.size == "smoke" else ("within tolerance" if res.within_tolerance else "outside tolerance")
