@@ -72,7 +72,7 @@ def render() -> None:
                 f"{comp['random_guess']:.2f}.")
     _, name = _catalog()
     df = _attack(rho, T, negatives)
-    st.dataframe(df, hide_index=True, width="stretch")
+    st.dataframe(df.rename(columns=ATTACK_COLUMNS), hide_index=True, width="stretch")
     st.caption(f"Catalogue: {name}. 200 devices, 10 requests each; 'linkage' links a device's 10 requests, "
                "'popularity' is given the true click counts (the worst case).")
 
@@ -98,6 +98,11 @@ def render() -> None:
     st.dataframe(plots.payload_table(t3).rename(columns={"quantity": "per device", "value": "value"}),
                  hide_index=True, width="stretch")
     _paper_card(ui)
+
+
+ATTACK_COLUMNS = {"attack": "server's attack", "precision": "precision of its guess", "auc": "AUC",
+                  "chance": "chance (random guess)", "n_click": "clicked items per request",
+                  "effective_rho": "effective rho", "negatives": "non-clicked items drawn"}
 
 
 def _mb_caption(t3, parts) -> str:
