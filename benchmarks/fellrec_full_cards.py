@@ -41,13 +41,9 @@ if __name__ == "__main__":
     for cid in ids:
         t0 = time.perf_counter()
         command = f"python benchmarks/fellrec_full_cards.py {cid}"
-        try:
-            res = cards.registry_call(figures.reproduce, cid, size="full", progress=False)
-            cards.registry_call(figures.save, res, command=command)
-            ours, ok = res.ours, res.within_tolerance
-        except Exception as e:  # the registry cannot load (another topic is broken): save with our own card
-            print(f"registry unavailable ({type(e).__name__}: {e}); saving {cid} directly", flush=True)
-            ours, ok, _ = cards.save_here(cid, "full", command)
+        res = figures.reproduce(cid, size="full", progress=False)
+        figures.save(res, command=command)
+        ours, ok = res.ours, res.within_tolerance
         print(cid, f"{time.perf_counter() - t0:.0f} s", "within tolerance" if ok else "MISS", flush=True)
         print(ours.to_string(max_rows=20), flush=True)
     print(f"all cards: {time.perf_counter() - total:.0f} s (loaded shared 2-core machine)")

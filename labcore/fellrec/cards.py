@@ -28,75 +28,6 @@ def register(card: FigureCard) -> FigureCard:
     return _register(card)
 
 
-def registry_call(fn, *args, **kw):
-    """Call a labcore.figures function; retried if another topic's card module failed to import (the
-    registry marks each topic loaded before importing it, so every retry gets past one broken topic)."""
-    from .. import topics
-
-    for _ in range(len(topics.all_topics())):
-        try:
-            return fn(*args, **kw)
-        except ImportError:
-            continue
-    return fn(*args, **kw)
-
-
-def stored(card_id: str):
-    """The committed full-size result of one of this topic's cards, or None.
-
-    Through labcore.figures; if the registry cannot load (another topic's module is broken), the stored
-    CSV is read here with this topic's own card."""
-    from .. import figures
-
-    try:
-        return registry_call(figures.stored, card_id)
-    except Exception:
-        return _stored_here(card_id)
-
-
-def _stored_here(card_id: str):
-    import json
-
-    from ..figures.registry import CardResult, results_dir
-
-    card = CARDS[card_id]
-    csv, meta_path = results_dir() / f"{card_id}.csv", results_dir() / f"{card_id}.json"
-    if not csv.exists():
-        return None
-    ours = pd.read_csv(csv)
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
-    return CardResult(card_id, ours, card.paper.copy(), card.plot(ours), float(meta.get("runtime_s", "nan")),
-                      card.check(ours), meta.get("size", "full"), meta)
-
-
-def save_here(card_id: str, size: str, command: str) -> tuple:
-    """Compute a card and write results/<id>.csv and .json without the registry (same fields as
-    labcore.figures.save, without the run-time log)."""
-    import datetime
-    import json
-    import os
-    import platform
-    import time
-
-    from ..figures.registry import results_dir
-
-    card = CARDS[card_id]
-    t0 = time.perf_counter()
-    ours = card.compute(size)
-    runtime = time.perf_counter() - t0
-    ok = card.check(ours)
-    folder = results_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    ours.to_csv(folder / f"{card_id}.csv", index=False, float_format="%.6g")
-    meta = {"card": card_id, "title": card.title, "size": size, "command": command, "runtime_s": round(runtime, 1),
-            "within_tolerance": bool(ok), "tolerance": card.tolerance_text,
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "machine": f"{platform.machine()}, {os.cpu_count()} cores", "notes": list(card.notes),
-            "configs": [{"key": c.key(), **c.to_query()} for c in card.configs(size)]}
-    (folder / f"{card_id}.json").write_text(json.dumps(meta, indent=1, default=list) + "\n")
-    return ours, ok, runtime
-
-
 def _smoke(ours) -> bool:
     return "size" in ours and len(ours) and ours["size"].iloc[0] == "smoke"
 
@@ -269,6 +200,30 @@ register(FigureCard(
     paper_ref="Fig. 5 (bars only, no numbers in the text)", dataset=DATASET))
 
 
+# --- Fig. 6 --------------------------------------------------------------------------------------------------------
+def _cmp_fig6(ours, paper):
+    piv = ours.pivot_table(index="n_clients", columns="method", values="R@10")
+    rows = [_row(f"{n} clients: FELLRec / FedAvg R@10 - 1", "> 0 (figure only)",
+                 float(piv.loc[n, "fellrec"] / piv.loc[n, "fedavg"] - 1), None, "for information") for n in piv.index]
+    wins = int((piv["fellrec"] >= piv["fedavg"] * 0.99).sum())
+    rows.append(_row("client counts where FELLRec >= FedAvg", f"{len(piv)}/{len(piv)}", f"{wins}/{len(piv)}",
+                     bool(wins >= (len(piv) + 1) // 2), "most counts (the paper: every count), 1% slack"))
+    return pd.DataFrame(rows)
+
+
+register(FigureCard(
+    id="fellrec-fig6-clients", title="Fig. 6: FedAvg and FELLRec from 5 to 100 clients",
+    caption="Figure 6: Influence of Client Number to RecFormer-based FELLRec and FedAvg in Games.", kind="figure",
+    paper=pd.DataFrame(columns=["n_clients", "method", "R@10"]), configs=E.fig6_configs,
+    compute_fn=_with_size(E.fig6), plot_fn=lambda o, p: plots.client_count_lines(o, p, _smoke(o)),
+    compare_fn=_cmp_fig6, tolerance=0.01, tolerance_text="shape only: FELLRec >= FedAvg (1% slack) for most "
+    "client counts, one seed", expected="Both fall as clients multiply (each holds less, more diverse data); "
+    "FELLRec stays above FedAvg at every count.", columns=("n_clients", "method", "R@10", "imbalance"),
+    notes=(SUBSTITUTION, "Clients: KMeans with 5, 10, 20, 50, 100 clusters on the core MF engine's user "
+           "embeddings; one seed per point.", "The paper gives Fig. 6 as bars only (no numbers in the text)."),
+    paper_ref="Fig. 6 (RecFormer backend, Games)", dataset=DATASET))
+
+
 # --- Fig. 7 --------------------------------------------------------------------------------------------------------
 def _cmp_fig7(ours, paper):
     rows = []
@@ -289,5 +244,5 @@ register(FigureCard(
     paper_ref="Fig. 7", dataset=DATASET))
 
 CARD_IDS = ("fellrec-table1-ml100k", "fellrec-table4-ml100k", "fellrec-table6-ml100k", "fellrec-fig3-probes",
-            "fellrec-fig4-costs", "fellrec-fig5-ablation", "fellrec-fig7-alpha-beta")
-__all__ = ["CARD_IDS", "CARDS", "stored", "registry_call"]
+            "fellrec-fig4-costs", "fellrec-fig5-ablation", "fellrec-fig6-clients", "fellrec-fig7-alpha-beta")
+__all__ = ["CARD_IDS", "CARDS"]

@@ -18,6 +18,7 @@ ALPHAS = {"smoke": (0.1, 0.9), "full": (0.1, 0.5, 0.9, 1.3)}
 BETAS = {"smoke": (1.0, 5.0), "full": (1.0, 3.0, 10.0, 20.0)}
 CS = {"smoke": (0.1, 1.0), "full": (0.1, 0.5, 1.0)}  # the paper's 0.3 and 0.7 left out to fit the time
 FIG5_SEEDS = {"smoke": (0,), "full": (0,)}
+CLIENT_COUNTS = {"smoke": (2, 8), "full": (5, 10, 20, 50, 100)}  # Fig. 6: the paper's 5 to 100
 
 
 def base(size: str, **over) -> FellrecConfig:
@@ -46,6 +47,10 @@ def table1_configs(size):
 
 def table6_configs(size):
     return [base(size, method=m, split="dirichlet", dirichlet_c=c) for c in CS[size] for m in ("fedavg", "fellrec")]
+
+
+def fig6_configs(size):
+    return [base(size, method=m, n_clients=n) for n in CLIENT_COUNTS[size] for m in ("fedavg", "fellrec")]
 
 
 def fig5_configs(size):
@@ -118,6 +123,13 @@ def fig5(size, progress=False) -> pd.DataFrame:
     return df.groupby(["variant", "round"], sort=False).mean(numeric_only=True).drop(columns="seed").reset_index()
 
 
+def fig6(size, progress=False) -> pd.DataFrame:
+    """R@10 over every client user and the imbalance across clients, per client count and method."""
+    cfgs = fig6_configs(size)
+    return pd.DataFrame([{"n_clients": cfg.n_clients, "method": cfg.method, **r.overall()}
+                         for cfg, r in zip(cfgs, run_all(cfgs, progress))])
+
+
 def fig7(size, progress=False) -> pd.DataFrame:
     rows = []
     cfgs = fig7_configs(size)
@@ -160,4 +172,4 @@ def summary_check(t1: pd.DataFrame) -> dict:
             "fedavg_imbalance": float(f.loc["fedavg", "imbalance"])}
 
 
-__all__ = ["base", "table1", "table4", "table6", "fig5", "fig7", "probes", "costs", "heating", "model_size", "np"]
+__all__ = ["base", "table1", "table4", "table6", "fig5", "fig6", "fig7", "probes", "costs", "heating", "model_size", "np"]

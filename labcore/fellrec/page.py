@@ -21,7 +21,7 @@ def _probes():
 
 
 def _stored(card_id: str):
-    from labcore.fellrec.cards import stored
+    from labcore.figures import stored
 
     return stored(card_id)
 

@@ -47,6 +47,19 @@ def dirichlet_lines(ours: pd.DataFrame, paper: pd.DataFrame, smoke: bool = False
     return fig
 
 
+def client_count_lines(ours: pd.DataFrame, paper=None, smoke: bool = False):
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("R@10 (all client users)", "imbalance (best - worst) / worst"))
+    for m in ("fedavg", "fellrec"):
+        o = ours[ours["method"] == m].sort_values("n_clients")
+        fig.add_scatter(x=o["n_clients"], y=o["R@10"], name=m, mode="lines+markers", row=1, col=1,
+                        legendgroup=m)
+        fig.add_scatter(x=o["n_clients"], y=o["imbalance"], name=m, mode="lines+markers", row=1, col=2,
+                        legendgroup=m, showlegend=False)
+    fig.update_xaxes(title_text="clients (KMeans clusters)", type="log")
+    fig.update_layout(title=_title("Fig. 6: FedAvg and FELLRec against the number of clients", smoke))
+    return fig
+
+
 def probe_lines(ours: pd.DataFrame, paper=None, smoke: bool = False, k: int | None = None):
     fig = px.line(ours, x="layer", y="similarity", color="probe", markers=True,
                   title=_title("Fig. 3: probe reconstruction of the input from each layer's output", smoke))
