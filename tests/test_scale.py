@@ -168,3 +168,97 @@ def test_ray_backend_writes_the_same_cache_as_processes(tmp_path, monkeypatch):
     for key in tables["ray"]:  # identical but for the measured seconds of local training
         a, b = (pd.read_csv(io.StringIO(tables[k][key])).drop(columns=["sec_local"]) for k in ("processes", "ray"))
         pd.testing.assert_frame_equal(a, b)
+
+
+# --- CKKS over the federation: the nodes hold the secret key, the server only the public context ---------
+CKKS = dict(encryption="ckks", ckks_degree=8192)
+
+
+def _encrypted_protocol(cfg: RunConfig, keys, rounds: int = 2):
+    """The federation's nodes and server, driven round by round in this process (what Flower carries)."""
+    data = load_data(cfg)
+    blocks = F.partition(data.n_users, 3)
+    nodes = [F.NodeWork(cfg, data, b, k, keys=str(keys)) for k, b in enumerate(blocks)]
+    server = F.ServerRound(cfg, data.n_users, data.n_items, str(keys))
+    figures = []
+    for t in range(rounds):
+        clients, seed, _ = server.begin(t)
+        owner = np.searchsorted([b[0] for b in blocks], clients, side="right") - 1
+        cts, n_pos, sizes, clear = [], [], {}, []
+        for p in np.unique(owner):
+            sent, meta = nodes[p].train(t, seed, clients[owner == p])
+            cts += meta["ciphertexts"]
+            n_pos.append(meta["n_pos"])
+            sizes.update(meta["sizes"])
+            clear.append(sent)
+            k = meta["k"]
+        if clear[0]:  # SCoLR's S_u travels in clear: stack the nodes' rows in cohort order
+            kinds = {w.name: w.kind for w in clear[0]}
+            arrays = {n: [r for sent in clear for r in F.wires_to_rows(sent).arrays[n]] for n in kinds}
+            clear = F.rows_to_wires(kinds, arrays, {w.name: int(w.shape[1]) for w in clear[0]},
+                                    {w.name: w.lengths is not None for w in clear[0]})
+        else:
+            clear = []
+        blobs, b = F.finish_encrypted_round(server, t, cts, np.concatenate(n_pos), clear)
+        for node in nodes:
+            node.apply_encrypted_broadcast(t, seed, blobs, {"sizes": sizes, "m": len(clients), "k": k})
+        figures.append(b)
+    return nodes, server, figures
+
+
+@pytest.mark.parametrize("name,aggregation", [("fedmf", "weighted"), ("colr", "item_mean"), ("scolr", "item_mean")])
+def test_ckks_federation_matches_the_plain_engine(name, aggregation, tmp_path):
+    """Every node ends with the plain engine's item table (CKKS precision), the server's ledger carries the
+    real ciphertext bytes (the engine's measure, within the few bytes by which serialized ciphertexts vary),
+    and the server's copy of the keys cannot decrypt."""
+    import tenseal as ts
+
+    from labcore.fed.engine import Simulation
+    from labcore.privacy.ckks import encrypt_update
+    from labcore.scale.encrypted import node_context, server_context, write_keys
+
+    cfg = _cfg(name, aggregation=aggregation, **CKKS)
+    keys = write_keys(cfg, tmp_path / "keys")
+    nodes, server, figures = _encrypted_protocol(cfg, keys)
+    plain = Simulation(cfg.replace(encryption="none"), load_data(cfg))
+    plain.step(), plain.step()
+    for node in nodes:
+        np.testing.assert_allclose(node.Q.numpy(), plain.Q.numpy(), atol=1e-6, rtol=0)
+    eng = run(cfg.replace(he_real_clients=cfg.clients_per_round), use_cache=False, progress=False)
+    np.testing.assert_allclose([f["bytes_up"] for f in figures], eng.table["bytes_up"], rtol=1e-3)
+    np.testing.assert_allclose([f["bytes_down"] for f in figures], eng.table["bytes_down"], rtol=1e-3)
+    from labcore.methods.base import FLOAT_KINDS
+
+    up_kinds = set(server.ledger.frame().query("direction == 'up'")["kind"])  # no plaintext float leaves a node
+    assert "ciphertext" in up_kinds and not up_kinds & set(FLOAT_KINDS)
+    ctx = server_context(cfg, str(keys))  # the server can deserialize and add, never decrypt
+    assert ctx.secret is None and not ctx.public.has_secret_key()
+    ct = encrypt_update(node_context(cfg, str(keys)), np.ones(4))[0]
+    with pytest.raises(ValueError):
+        ts.ckks_vector_from(ctx.public, ct).decrypt()
+
+
+def test_flower_refuses_what_it_cannot_carry(tmp_path):
+    data = load_data(_cfg("colr"))
+    with pytest.raises(ValueError, match="encryption='secagg' is not available over Flower: allowed values are none, ckks"):
+        F.NodeWork(_cfg("colr", encryption="secagg"), data, np.arange(10), 0)
+    with pytest.raises(ValueError, match="needs keys"):
+        F.NodeWork(_cfg("colr", **CKKS), data, np.arange(10), 0)
+    with pytest.raises(FileNotFoundError, match="secret.ctx not found"):
+        F.NodeWork(_cfg("colr", **CKKS), data, np.arange(10), 0, keys=str(tmp_path)).train(0, 1, np.array([0]))
+
+
+@pytest.mark.slow
+def test_ckks_over_flower_simulation_gives_the_engines_numbers(tmp_path, monkeypatch):
+    from labcore.scale.simulate import run_flower
+
+    monkeypatch.setenv("LABCORE_CACHE", str(tmp_path / "cache"))
+    cfg = _cfg("colr", **CKKS)
+    eng = run(cfg.replace(he_real_clients=cfg.clients_per_round), use_cache=False, progress=False)
+    fr = run_flower(cfg, nodes=3, num_cpus=2)
+    ours, theirs = fr.table.dropna(subset=["hr"]), eng.table.dropna(subset=["hr"])
+    np.testing.assert_allclose(ours["hr"], theirs["hr"], atol=1e-5, rtol=0)
+    np.testing.assert_allclose(ours["ndcg"], theirs["ndcg"], atol=1e-5, rtol=0)
+    np.testing.assert_allclose(fr.table["bytes_up"], eng.table["bytes_up"], rtol=1e-3)
+    up = fr.bytes_check[fr.bytes_check.direction == "up"]
+    assert (up.flower_record_bytes > up.payload_bytes).all()  # the ciphertexts plus Flower's framing

@@ -89,6 +89,8 @@ def cmd_flower(ns) -> int:
               "--node-config 'partition-id=<k> num-partitions=<n>'\n"
               f"run:      FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION=1 flwr run {APP_DIR} <connection> "
               "--run-config 'nodes=<n> config=\"<RunConfig as JSON>\" out=\"<folder>\"' --stream\n"
+              "CKKS:     add keys=\"<folder>\" to --run-config, the folder holding secret.ctx on every node and "
+              "public.ctx on the server (labcore.scale.encrypted.write_keys)\n"
               "(docs/scale-out.md: the connection in $FLWR_HOME/config.toml, one labcore install per machine)")
         return 0
     if ns.mode == "sim":

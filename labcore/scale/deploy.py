@@ -161,6 +161,10 @@ class LocalFederation:
         out = Path(out).resolve()
         overrides = {"config": config_to_text(cfg), "nodes": self.nodes, "draws": draws, "out": str(out),
                      "timeout": float(timeout)}
+        if cfg.encryption == "ckks":  # the nodes read secret.ctx from here, the server only public.ctx
+            from .encrypted import write_keys
+
+            overrides["keys"] = str(write_keys(cfg, self.workdir / "ckks-keys").resolve())
         cfg_file = self.workdir / "run-config.toml"
         cfg_file.write_text("".join(f"{k} = {_toml(v)}\n" for k, v in overrides.items()))
         log = self.workdir / "flwr-run.log"

@@ -46,10 +46,13 @@ def config_from_text(text: str) -> RunConfig:
     return from_dict(json.loads(text))
 
 
+FLOWER_ENCRYPTIONS = ("none", "ckks")
+
+
 def check_supported(cfg: RunConfig) -> None:
-    if cfg.encryption != "none":
-        raise ValueError(f"encryption={cfg.encryption!r} is not available over Flower yet: the federation "
-                         "carries plaintext, quantized or compressed messages (allowed: encryption='none')")
+    if cfg.encryption not in FLOWER_ENCRYPTIONS:
+        raise ValueError(f"encryption={cfg.encryption!r} is not available over Flower: allowed values are "
+                         f"{', '.join(FLOWER_ENCRYPTIONS)} (secure aggregation and Paillier run in the lab's engine)")
 
 
 def partition(n_users: int, nodes: int) -> list[np.ndarray]:
@@ -180,13 +183,16 @@ def received_wires(sent: list[Wire], bits: int, bucket: int, info: dict[str, dic
 class NodeWork:
     """What a SuperNode holds and does: its users' data and vectors, its copy of Q, local training."""
 
-    def __init__(self, cfg: RunConfig, data, users: np.ndarray, node: int, draws: str = "engine"):
+    def __init__(self, cfg: RunConfig, data, users: np.ndarray, node: int, draws: str = "engine", keys: str = ""):
         from ..fed.engine import Simulation
 
         if draws not in DRAWS:
             raise ValueError(f"draws={draws!r} is invalid: allowed values are {', '.join(DRAWS)}")
         check_supported(cfg)
-        self.cfg, self.data, self.users, self.node, self.draws = cfg, data, users, node, draws
+        if cfg.encryption == "ckks" and not keys:
+            raise ValueError("encryption='ckks' needs keys: the folder with the nodes' secret.ctx "
+                             "(labcore.scale.encrypted.write_keys)")
+        self.cfg, self.data, self.users, self.node, self.draws, self.keys = cfg, data, users, node, draws, keys
         init = _initial_tables(cfg, data, Simulation)  # the engine's initial Q and P (same seed, same tables)
         self.Q = init[0].clone()
         self.P = init[1][torch.from_numpy(users)].clone()
@@ -200,6 +206,18 @@ class NodeWork:
             return
         setup = self.method.setup_round(round_idx, self.cfg.clients_per_round, generator(round_seed))
         self.Q = self.method.apply_downlink(self.Q, wires, setup)
+        self.synced = round_idx + 1
+
+    def apply_encrypted_broadcast(self, round_idx: int, round_seed: int, blobs: dict[str, bytes], meta: dict) -> None:
+        """A CKKS round's broadcast: decrypt the aggregate, then the method's own downlink onto Q."""
+        from .encrypted import decrypt_broadcast
+
+        if round_idx < self.synced:
+            return
+        setup = self.method.setup_round(round_idx, self.cfg.clients_per_round, generator(round_seed))
+        agg = decrypt_broadcast(self.cfg, self.data.n_items, self.keys, blobs, meta["sizes"], meta["m"], meta["k"])
+        down = self.method.downlink(agg, setup)
+        self.Q = self.method.apply_downlink(self.Q, {w.name: w for w in down}, setup)
         self.synced = round_idx + 1
 
     def train(self, round_idx: int, round_seed: int, users: np.ndarray) -> tuple[list[Wire], dict]:
@@ -223,6 +241,13 @@ class NodeWork:
         local = train_cohort(self.Q, self.P[torch.from_numpy(mine)], plan, cfg.lr, cfg.weight_decay, setup.lowrank)
         self.P[torch.from_numpy(mine)] = local.p
         up = self.method.uplink(local, setup)
+        if cfg.encryption == "ckks":  # per user: its segments' ciphertexts; SCoLR's S_u in clear
+            from .encrypted import clear_parts, encrypt_users
+
+            cts, k, sizes = encrypt_users(cfg, data.n_items, self.keys, self.method, local, up, setup)
+            meta = {"n_pos": plan.n_pos.astype(np.int64), "loss_sum": float(local.loss_sum),
+                    "n_samples": int(local.n_samples), "parts": {}, "ciphertexts": cts, "k": k, "sizes": sizes}
+            return clear_parts(up), meta
         sent, _ = quantize_wires(up, cfg.up_bits, cfg.quant_bucket,
                                  generator(method_seed(cfg.seed, round_idx, STREAM_NODE_QUANT + self.node)))
         if cfg.aggregation == "item_mean":
@@ -270,9 +295,9 @@ def _cohort_plan(cfg: RunConfig, data, sampler, clients: np.ndarray, round_idx: 
 class ServerRound:
     """The server's side of round t: fix the setup, then decode, aggregate and broadcast with the method's steps."""
 
-    def __init__(self, cfg: RunConfig, n_users: int, n_items: int):
+    def __init__(self, cfg: RunConfig, n_users: int, n_items: int, keys: str = ""):
         check_supported(cfg)
-        self.cfg, self.n_users, self.n_items = cfg, n_users, n_items
+        self.cfg, self.n_users, self.n_items, self.keys = cfg, n_users, n_items, keys
         self.method = make_method(cfg, n_items)
         self.ledger = Ledger()
 
@@ -304,6 +329,14 @@ class ServerRound:
         down_bytes = self.ledger.record(round_idx, "down", down_sent, receivers=m)
         return down_sent, part_info(down), {"bytes_up": int(up_bytes.sum()), "bytes_down": int(down_bytes.sum()) * m,
                            "bytes_up_client": up_bytes, "bytes_down_client": int(down_bytes.sum())}
+
+
+def finish_encrypted_round(server: ServerRound, round_idx: int, users_cts: list[dict[str, bytes]], n_pos: np.ndarray,
+                           clear: list[Wire]) -> tuple[dict[str, bytes], dict]:
+    """A CKKS round at the server: sum the ciphertexts it cannot read (public context only)."""
+    from .encrypted import aggregate_users
+
+    return aggregate_users(server.cfg, server.keys, round_idx, users_cts, n_pos, clear, server.ledger)
 
 
 def broadcast_received(sent: list[Wire], cfg: RunConfig, info: dict[str, dict]) -> dict[str, Wire]:

@@ -40,8 +40,8 @@ from flwr.serverapp import Grid, ServerApp
 
 from ..config import RunConfig
 from ..methods.base import Wire
-from .federation import (NodeWork, ServerRound, broadcast_received, config_from_text, config_to_text, partition,
-                         rows_to_wires)
+from .federation import (NodeWork, ServerRound, broadcast_received, config_from_text, config_to_text,
+                         finish_encrypted_round, partition, rows_to_wires)
 
 _DATA: dict[tuple, object] = {}
 
@@ -96,15 +96,16 @@ class Spec:
     draws: str = "engine"
     measure_bytes: bool = True
     timeout: float = 600.0
+    keys: str = ""  # CKKS: folder with secret.ctx (read by the nodes) and public.ctx (read by the server)
 
     def run_config(self) -> dict:
         return {"config": config_to_text(self.cfg), "nodes": self.nodes, "draws": self.draws,
-                "measure-bytes": self.measure_bytes, "timeout": self.timeout}
+                "measure-bytes": self.measure_bytes, "timeout": self.timeout, "keys": self.keys}
 
     @staticmethod
     def from_run_config(rc) -> "Spec":
         return Spec(config_from_text(str(rc["config"])), int(rc["nodes"]), str(rc.get("draws", "engine")),
-                    bool(rc.get("measure-bytes", True)), float(rc.get("timeout", 600.0)))
+                    bool(rc.get("measure-bytes", True)), float(rc.get("timeout", 600.0)), str(rc.get("keys", "")))
 
 
 def _node(spec: Spec, context: Context) -> NodeWork:
@@ -112,7 +113,7 @@ def _node(spec: Spec, context: Context) -> NodeWork:
     data = load_data(cfg)
     pid = int(context.node_config["partition-id"])
     users = partition(data.n_users, spec.nodes)[pid]
-    node = NodeWork(cfg, data, users, pid, spec.draws)
+    node = NodeWork(cfg, data, users, pid, spec.draws, spec.keys)
     st = context.state
     if "node.tables" in st:  # this node's state from its earlier messages
         node.Q = torch.from_numpy(st["node.tables"]["Q"].numpy().copy())
@@ -132,6 +133,9 @@ def _catch_up(node: NodeWork, content: RecordDict) -> None:
     sync = json.loads(str(content["sync"]["rounds"]))
     for r, seed, meta in sync:
         rec = content[f"down.{r}"]
+        if meta.get("ckks"):  # the encrypted aggregate, one bytes value per segment
+            node.apply_encrypted_broadcast(r, seed, {n: bytes(rec[n]) for n in meta["sizes"] if n in rec}, meta)
+            continue
         wires = [Wire(n, k, torch.from_numpy(rec[n].numpy().copy())[None]) for n, k in meta["kinds"].items()]
         node.apply_broadcast(r, seed, broadcast_received(wires, node.cfg, meta["info"]))
 
@@ -144,8 +148,13 @@ def _client_train(spec: Spec, msg: Message, context: Context) -> Message:
     sent, meta = node.train(int(cfg_rec["round"]), int(cfg_rec["seed"]), users)
     _save_node(node, context)
     content = RecordDict({f"up.{int(u)}": _wire_record(sent, m) for m, u in enumerate(users)})
+    for m, u in enumerate(users):  # CKKS: each user's ciphertexts, as bytes
+        if "ciphertexts" in meta:
+            content[f"ct.{int(u)}"] = ConfigRecord(meta["ciphertexts"][m])
     parts = _parts_meta(sent)
     parts["info"] = meta["parts"]
+    if "ciphertexts" in meta:
+        parts.update(k=meta["k"], sizes=meta["sizes"])
     content["meta"] = ConfigRecord({"users": [int(u) for u in users], "n_pos": [int(n) for n in meta["n_pos"]],
                                     "loss_sum": float(meta["loss_sum"]), "n_samples": int(meta["n_samples"]),
                                     "parts": json.dumps(parts)})
@@ -242,7 +251,8 @@ def run_server(grid: Grid, spec: Spec) -> FlowerRun:
     node_of = {int(r.content["node"]["partition-id"]): r.metadata.src_node_id for r in replies}
     if sorted(node_of) != list(range(spec.nodes)):
         raise RuntimeError(f"expected partitions 0..{spec.nodes - 1}, the nodes report {sorted(node_of)}")
-    server = ServerRound(cfg, data.n_users, data.n_items)
+    server = ServerRound(cfg, data.n_users, data.n_items, spec.keys)
+    encrypted = cfg.encryption == "ckks"
     pending: dict[int, tuple] = {}  # round -> (seed, broadcast wires, meta) not yet applied by every node
     synced = {p: 0 for p in node_of}
     rows, checks, seconds = [], [], []
@@ -252,7 +262,8 @@ def run_server(grid: Grid, spec: Spec) -> FlowerRun:
         if todo:
             content["sync"] = ConfigRecord({"rounds": json.dumps([[r, pending[r][0], pending[r][2]] for r in todo])})
             for r in todo:
-                content[f"down.{r}"] = _wire_record(pending[r][1], 0)
+                down = pending[r][1]
+                content[f"down.{r}"] = down if isinstance(down, ConfigRecord) else _wire_record(down, 0)
         synced[p] = max(synced[p], upto)
         return content
 
@@ -275,32 +286,48 @@ def run_server(grid: Grid, spec: Spec) -> FlowerRun:
             msgs.append(Message(content, dst_node_id=node_of[int(p)], message_type="train"))
         replies = _replies(grid, msgs, spec.timeout)
         prune()
-        by_user, n_pos, loss, n_samples, meta = {}, {}, 0.0, 0, None
+        by_user, ct_user, n_pos, loss, n_samples, meta, sizes = {}, {}, {}, 0.0, 0, None, {}
         for r in replies:
             m = r.content["meta"]
             meta = json.loads(str(m["parts"]))
+            sizes.update(meta.get("sizes", {}))  # SCoLR: each node sends the columns its users trained
             for u, n in zip(m["users"], m["n_pos"]):
                 by_user[int(u)] = r.content[f"up.{int(u)}"]
                 n_pos[int(u)] = int(n)
+                if encrypted:
+                    ct_user[int(u)] = r.content[f"ct.{int(u)}"]
             loss += float(m["loss_sum"])
             n_samples += int(m["n_samples"])
         records = [by_user[int(u)] for u in clients]
         sent = _wires_from_records(records, meta)
-        info = _merge_info([json.loads(str(r.content["meta"]["parts"]))["info"] for r in _in_cohort_order(replies, clients)])
-        down, down_info, b = server.finish(t, setup, sent, info, np.array([n_pos[int(u)] for u in clients]))
-        pending[t] = (seed, down, {"kinds": {w.name: w.kind for w in down}, "info": down_info})
+        cohort_pos = np.array([n_pos[int(u)] for u in clients])
+        if encrypted:
+            cts = [{k: bytes(v) for k, v in ct_user[int(u)].items()} for u in clients]
+            blobs, b = finish_encrypted_round(server, t, cts, cohort_pos, sent)
+            down = ConfigRecord(blobs)
+            pending[t] = (seed, down, {"ckks": True, "sizes": sizes, "m": len(clients), "k": meta["k"]})
+        else:
+            info = _merge_info([json.loads(str(r.content["meta"]["parts"]))["info"]
+                                for r in _in_cohort_order(replies, clients)])
+            down, down_info, b = server.finish(t, setup, sent, info, cohort_pos)
+            pending[t] = (seed, down, {"kinds": {w.name: w.kind for w in down}, "info": down_info})
         row = {"round": t, "loss": loss / max(n_samples, 1), "bytes_up": b["bytes_up"], "bytes_down": b["bytes_down"],
                "bytes_up_client": float(np.mean(b["bytes_up_client"])), "bytes_down_client": b["bytes_down_client"],
                "messages": len(msgs)}
         if spec.measure_bytes:
             fl_up = [flower_bytes(rec) for rec in records]
             payload = [array_payload(rec) for rec in records]
-            down_rec = _wire_record(down, 0)
+            if encrypted:
+                fl_up = [f + flower_bytes(ct_user[int(u)]) for f, u in zip(fl_up, clients)]
+                payload = [p + sum(len(bytes(v)) for v in ct_user[int(u)].values()) for p, u in zip(payload, clients)]
+            down_rec = down if encrypted else _wire_record(down, 0)
             checks.append({"round": t, "direction": "up", "ledger_bytes": int(b["bytes_up_client"].sum()),
                            "flower_record_bytes": int(sum(fl_up)), "payload_bytes": int(sum(payload)),
                            "messages": len(records), "parts": len(meta["kinds"])})
             checks.append({"round": t, "direction": "down", "ledger_bytes": b["bytes_down_client"],
-                           "flower_record_bytes": flower_bytes(down_rec), "payload_bytes": array_payload(down_rec),
+                           "flower_record_bytes": flower_bytes(down_rec),
+                           "payload_bytes": (sum(len(bytes(v)) for v in down.values()) if encrypted
+                                             else array_payload(down_rec)),
                            "messages": 1, "parts": len(down)})
             row["flower_bytes_up"] = int(sum(flower_bytes(r.content) for r in replies))
             row["flower_bytes_down"] = sent_bytes

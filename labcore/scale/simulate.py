@@ -13,6 +13,7 @@ import contextlib
 import io
 import logging
 import os
+import tempfile
 
 from ..config import RunConfig
 from .flower_app import FlowerRun, Spec, make_apps
@@ -37,7 +38,12 @@ def run_flower(cfg: RunConfig, nodes: int | None = None, *, draws: str = "engine
 
     n_users = load_data(cfg).n_users
     nodes = nodes or min(cfg.clients_per_round, n_users)
-    spec = Spec(cfg, nodes, draws, measure_bytes)
+    keys = tempfile.TemporaryDirectory(prefix="labcore-ckks-") if cfg.encryption == "ckks" else None
+    if keys is not None:  # one key pair for this federation: the nodes read secret.ctx, the server public.ctx
+        from .encrypted import write_keys
+
+        write_keys(cfg, keys.name)
+    spec = Spec(cfg, nodes, draws, measure_bytes, keys=keys.name if keys else "")
     sink: list[FlowerRun] = []
     server_app, client_app = make_apps(spec, sink)
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
@@ -51,6 +57,8 @@ def run_flower(cfg: RunConfig, nodes: int | None = None, *, draws: str = "engine
                            backend_config=backend_config(num_cpus, cpus_per_client))
     finally:
         logging.getLogger("flwr").setLevel(level)
+        if keys is not None:
+            keys.cleanup()
     if not sink:
         raise RuntimeError("the Flower simulation ended without a result (see the log above)")
     return sink[0]
