@@ -3,7 +3,7 @@
     python benchmarks/engine_full_participation.py                          # ML-1M, FedMF d=64 and CoLR@4, every user
     python benchmarks/engine_full_participation.py --dataset pinterest --methods colr
     python benchmarks/engine_full_participation.py --clients 60 --rounds 20 # the paper's cohort, 20 rounds each
-    python benchmarks/engine_full_participation.py --full                  # the 1000-round paper runs (row layout)
+    python benchmarks/engine_full_participation.py --full                  # the 1000-round paper runs, both layouts
 
 Each implementation runs in its own child process (so that peak memory is its own) with the same config;
 the round times, their ratio and each one's peak resident memory are printed. The dense layout is skipped
@@ -37,26 +37,29 @@ def child(spec: dict) -> dict:
         sim = Simulation(cfg, data, layout=spec["layout"])
     except ConfigError as e:
         return {"refused": str(e)}
-    times = []
-    for _ in range(spec["rounds"] + 1):  # the first round warms up
-        t0 = time.perf_counter()
+    times, cpu = [], 0.0
+    for i in range(spec["rounds"] + 1):  # the first round warms up
+        t0, c0 = time.perf_counter(), time.process_time()
         sim.step()
         times.append(time.perf_counter() - t0)
+        cpu += (time.process_time() - c0) if i else 0.0
     return {"clients": m, "round_s": sum(times[1:]) / max(len(times) - 1, 1), "first_s": times[0],
+            "cpu_s": cpu / max(len(times) - 1, 1),
             "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, "describe": cfg.describe(),
             "q_sum": float(sim.Q.double().sum()), "loss": [r["loss"] for r in sim.rows]}
 
 
 def full_run(spec: dict) -> dict:
     import labcore
-    from labcore.fed.engine import load_data
+    from labcore.fed.engine import Simulation, load_data, train_rounds
 
     cfg = labcore.paper_ml1m(dataset=spec["dataset"], method=spec["method"], rank=spec["rank"])
     data = load_data(cfg)
     t0, c0 = time.perf_counter(), time.process_time()
-    res = labcore.run(cfg, data=data, use_cache=False, progress=False)
+    res = train_rounds(Simulation(cfg, data, layout=spec["layout"]), None)
     return {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "hr": float(res.final["hr"]),
-            "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, "describe": cfg.describe()}
+            "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, "describe": cfg.describe(),
+            "hr_curve": res.table["hr"].dropna().tolist(), "loss": res.table["loss"].tolist()}
 
 
 def spawn(spec: dict) -> dict:
@@ -74,6 +77,8 @@ def main() -> None:
     ap.add_argument("--rank", type=int, default=4)
     ap.add_argument("--clients", type=int, default=0, help="clients per round (0 = every user)")
     ap.add_argument("--rounds", type=int, default=2, help="timed rounds after one warm-up round")
+    ap.add_argument("--layouts", default="rows,dense", help="which implementations to time (rows = now, dense = "
+                                                             "before)")
     ap.add_argument("--full", action="store_true", help="time the 1000-round paper runs instead (row layout)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -88,22 +93,35 @@ def main() -> None:
     for method in a.methods.split(","):
         spec = dict(dataset=a.dataset, method=method, rank=a.rank, clients=a.clients, rounds=a.rounds)
         if a.full:
-            r = spawn({**spec, "full": True})
-            print(f"{method}: 1000 rounds, eval every 100, effective rank every 10: {r}")
+            new, old = spawn({**spec, "full": True, "layout": "rows"}), spawn({**spec, "full": True, "layout": "dense"})
+            print(f"\n{new.get('describe', method)} on {a.dataset}: 1000 rounds, 60 clients, eval every 100, "
+                  f"effective rank every 10")
+            for name, r in (("rows (now)", new), ("dense (before)", old)):
+                print(f"  {name:15s} " + (f"{r['wall_s']:7.1f} s wall, {r['cpu_s']:7.1f} s CPU, HR@10 {r['hr']:.4f}, "
+                                          f"peak {r['peak_gb']:.2f} GB" if "wall_s" in r else str(r)))
+            if "wall_s" in new and "wall_s" in old:
+                same = new["loss"] == old["loss"] and new["hr_curve"] == old["hr_curve"]
+                print(f"  ratio dense / rows: {old['wall_s'] / new['wall_s']:.2f}x wall, "
+                      f"{old['cpu_s'] / new['cpu_s']:.2f}x CPU; same losses and HR curve: {same}")
             continue
-        new = spawn({**spec, "layout": "rows"})
-        old = spawn({**spec, "layout": "dense"})
+        layouts = a.layouts.split(",")
+        new = spawn({**spec, "layout": "rows"}) if "rows" in layouts else {"error": "not timed (--layouts)"}
+        old = spawn({**spec, "layout": "dense"}) if "dense" in layouts else {"error": "not timed (--layouts)"}
         print(f"\n{new.get('describe', method)} on {a.dataset}, {new.get('clients', a.clients)} clients per round")
         for name, r in (("rows (now)", new), ("dense (before)", old)):
             if "round_s" in r:
-                print(f"  {name:15s} {r['round_s']:8.2f} s/round (first {r['first_s']:.2f} s)   "
+                print(f"  {name:15s} {r['round_s']:8.2f} s/round, {r['cpu_s']:8.2f} s CPU (first {r['first_s']:.2f} s)  "
                       f"peak {r['peak_gb']:.2f} GB")
             else:
                 print(f"  {name:15s} {r.get('refused') or r.get('error')}")
         if "round_s" in new and "round_s" in old:
             same = new["loss"] == old["loss"] and new["q_sum"] == old["q_sum"]
+            rel = max(abs(x - y) / max(abs(y), 1e-30) for x, y in zip(new["loss"] + [new["q_sum"]],
+                                                                       old["loss"] + [old["q_sum"]]))
             print(f"  ratio dense / rows: {old['round_s'] / new['round_s']:.1f}x time, "
-                  f"{old['peak_gb'] / new['peak_gb']:.1f}x peak memory; same losses and Q: {same}")
+                  f"{old['cpu_s'] / new['cpu_s']:.1f}x CPU, "
+                  f"{old['peak_gb'] / new['peak_gb']:.1f}x peak memory; same losses and Q: "
+                  f"{'bit for bit' if same else f'to {rel:.1e} relative'}")
 
 
 if __name__ == "__main__":

@@ -158,3 +158,27 @@ def test_rotating_schedule_trains_every_user_once_per_pass_and_is_stateless(tiny
     again = run(cfg, data=tiny, use_cache=False, progress=False)
     assert a.table["loss"].tolist() == again.table["loss"].tolist()  # same seed, same numbers
     assert a.table["loss"].tolist() != b.table["loss"].tolist()
+
+
+@pytest.mark.parametrize("lowrank", [False, True])
+def test_a_step_taken_in_blocks_of_clients_gives_the_same_numbers(tiny, lowrank, monkeypatch):
+    """Full participation takes each step's clients in blocks: the same numbers to float rounding (torch's
+    batched products may block another batch count differently), the same bits for one block."""
+    from labcore.fed import local_train
+    from labcore.fed.local_train import LowRank
+
+    clients = S.sample_clients(tiny.n_users, 12, S.round_rng(0, 0, S.STREAM_CLIENTS))
+    plan = S.plan_round(tiny, S.NegativeSampler(tiny), clients, 4, 2, 16, 0, 0)
+    g = torch.Generator().manual_seed(0)
+    Q, P = torch.randn(tiny.n_items, 6, generator=g) * 0.3, torch.randn(12, 6, generator=g) * 0.3
+    lr_ = LowRank(torch.randn(6, 3, generator=g) / 3**0.5, torch.ones(12, 3), torch.ones(12)) if lowrank else None
+    whole = train_cohort(Q, P, plan, 0.1, 1e-2, lr_)
+    monkeypatch.setattr(local_train, "_STEP_FLOATS", 16 * 6 * 5)  # blocks of 5 clients
+    blocks = train_cohort(Q, P, plan, 0.1, 1e-2, lr_)
+    assert torch.equal(whole.rows.values != 0, blocks.rows.values != 0)
+    assert torch.allclose(whole.rows.values, blocks.rows.values, rtol=1e-6, atol=1e-7)
+    assert torch.allclose(whole.p, blocks.p, rtol=1e-6, atol=1e-7)
+    assert blocks.loss_sum == pytest.approx(whole.loss_sum, rel=1e-6)
+    monkeypatch.setattr(local_train, "_STEP_FLOATS", 16 * 6 * 12)  # one block: the same bits
+    one = train_cohort(Q, P, plan, 0.1, 1e-2, lr_)
+    assert torch.equal(whole.rows.values, one.rows.values) and torch.equal(whole.p, one.p)

@@ -35,6 +35,9 @@ from .sampling import RoundPlan
 _BINCOUNT_LIMIT = 1 << 24
 # Q rows gathered for all steps at once up to this many floats; step by step beyond (full participation)
 _GATHER_ALL_LIMIT = 1 << 25
+# floats of one (clients, batch, d) temporary of a training step: a step's clients are taken in blocks this size
+# (ML-1M d=64, B=256: 512 clients; full participation needs 12 blocks a step instead of 400 MB temporaries)
+_STEP_FLOATS = 1 << 23
 
 
 @dataclass(frozen=True, eq=False)
@@ -196,35 +199,42 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
         BtB = B.T @ B
         QB_all = Qi_all @ B if gather_all else None  # (R, Bs, r): B^T q for every slot, once
         row_scale = (lowrank.col_mask * lowrank.grad_scale[:, None]).to(dt)[order_t][:, None, :]
+    # a step's clients are independent (each owns its rows of W and its user vector): at full participation
+    # take them in blocks of `chunk` clients, so that the step's (clients, batch, d) temporaries stay small.
+    # torch's batched products may block a different batch count differently (last-bit differences, 1e-8);
+    # cohorts below one block (every stored result: 60 clients at d=64, 375 at d=16) are one block, as before.
+    chunk = max(1, _STEP_FLOATS // (items.shape[1] * d))
     for t in range(len(n_active)):
-        a, r0, r1 = int(n_active[t]), int(offsets[t]), int(offsets[t + 1])
-        if a == 0:
-            continue
-        kt = keys[r0:r1].reshape(-1)
-        rows = W.index_select(0, kt).view(a, -1, width)  # index_select: much faster than W[kt] on CPU
-        pa = p[:a]
-        qt = Qi_all[r0:r1] if gather_all else Qpad.index_select(0, flat_items[r0:r1].reshape(-1)).view(a, -1, d)
-        if lowrank is None:
-            e = qt + rows
-            x = torch.einsum("mbd,md->mb", e, pa)
-        else:
-            Bp = pa @ B
-            x = torch.einsum("mbd,md->mb", qt, pa) + torch.einsum("mbr,mr->mb", rows, Bp)
-        logits[r0:r1] = x
-        g = torch.sigmoid(x).sub_(labels[r0:r1])  # dBCE/dx per sample (0 on padding)
-        # user: mean over the batch of (g e + 2 wd p); item rows: mean over a row's occurrences of (g p + 2 wd e)
-        if lowrank is None:
-            ge = torch.einsum("mb,mbd->md", g, e)
-            h = torch.einsum("mb,md->mbd", g, pa).add_(e, alpha=two_wd)
-        else:
-            qb = QB_all[r0:r1] if gather_all else qt @ B
-            ge = torch.einsum("mb,mbd->md", g, qt) + torch.einsum("mb,mbr->mr", g, rows) @ B.T
-            h = torch.einsum("mb,mr->mbr", g, Bp).add_(qb + rows @ BtB, alpha=two_wd).mul_(row_scale[:a])
-        grad_p = ge.mul_(inv_nv[r0:r1]).add_(pa, alpha=two_wd)
-        h.mul_(step_scale[r0:r1, :, None])
-        # scatter_add_ (not index_add_, several times slower here); -lr is folded into step_scale
-        W.scatter_add_(0, kt[:, None].expand(-1, width), h.reshape(-1, width))
-        pa.sub_(grad_p, alpha=lr)
+        a, r0 = int(n_active[t]), int(offsets[t])
+        for c0 in range(0, a, chunk):
+            c1 = min(a, c0 + chunk)
+            s0, s1 = r0 + c0, r0 + c1
+            kt = keys[s0:s1].reshape(-1)
+            rows = W.index_select(0, kt).view(c1 - c0, -1, width)  # index_select: much faster than W[kt] on CPU
+            pa = p[c0:c1]
+            qt = (Qi_all[s0:s1] if gather_all
+                  else Qpad.index_select(0, flat_items[s0:s1].reshape(-1)).view(c1 - c0, -1, d))
+            if lowrank is None:
+                e = qt + rows
+                x = torch.einsum("mbd,md->mb", e, pa)
+            else:
+                Bp = pa @ B
+                x = torch.einsum("mbd,md->mb", qt, pa) + torch.einsum("mbr,mr->mb", rows, Bp)
+            logits[s0:s1] = x
+            g = torch.sigmoid(x).sub_(labels[s0:s1])  # dBCE/dx per sample (0 on padding)
+            # user: mean over the batch of (g e + 2 wd p); item rows: mean over a row's occurrences of (g p + 2 wd e)
+            if lowrank is None:
+                ge = torch.einsum("mb,mbd->md", g, e)
+                h = torch.einsum("mb,md->mbd", g, pa).add_(e, alpha=two_wd)
+            else:
+                qb = QB_all[s0:s1] if gather_all else qt @ B
+                ge = torch.einsum("mb,mbd->md", g, qt) + torch.einsum("mb,mbr->mr", g, rows) @ B.T
+                h = torch.einsum("mb,mr->mbr", g, Bp).add_(qb + rows @ BtB, alpha=two_wd).mul_(row_scale[c0:c1])
+            grad_p = ge.mul_(inv_nv[s0:s1]).add_(pa, alpha=two_wd)
+            h.mul_(step_scale[s0:s1, :, None])
+            # scatter_add_ (not index_add_, several times slower here); -lr is folded into step_scale
+            W.scatter_add_(0, kt[:, None].expand(-1, width), h.reshape(-1, width))
+            pa.sub_(grad_p, alpha=lr)
     loss_sum = float(((torch.nn.functional.softplus(logits) - labels * logits) * vf).sum())
     back = torch.from_numpy(np.argsort(order))
     rows = RowUpdate(M, N, uniq // N, uniq % N, W[:U])
