@@ -200,6 +200,35 @@ def test_ledger_bytes_per_subnet_per_sync(split, hidden, m):
     assert (res.history["bytes_up"] == up.groupby("round")["bytes"].sum().to_numpy()).all()
 
 
+def test_subnet_input_is_rescaled_like_inverted_dropout():
+    """With the features split, a subnet trains on m x its columns of X (the merged model sums all m of them)."""
+    import torch.nn.functional as F
+
+    from labcore.gist.graph import for_config
+    from labcore.gist.model import dropout_mask, seeded
+    from labcore.gist.trainer import DROPOUT_STREAM, train_subnet
+
+    cfg = GistConfig(graph="synthetic", subnets=4, epochs=2)
+    g = for_config(cfg)
+    p = init_params(g.n_features, cfg.hidden, g.n_classes, cfg.seed)
+    part = subnets.draw(cfg, 0, g.n_features)
+
+    def first_loss(scale):
+        blocks = subnets.extract(p, part, 1)
+        mask = dropout_mask((g.n_nodes, cfg.hidden), cfg.dropout, seeded(cfg.seed, DROPOUT_STREAM, 0, 1))
+        logits = forward(blocks, g.adj, scale * subnets.subnet_input(g.x, part, 1), cfg.layernorm, hidden_mask=mask)
+        return F.cross_entropy(logits[g.train], g.y[g.train]).item()
+
+    for c, scale in ((cfg, 4.0), (cfg.replace(rescale_input=False), 1.0)):
+        _, losses = train_subnet(c, g, subnets.extract(p, part, 1), part, 1, 0, 1)
+        assert losses[0] == pytest.approx(first_loss(scale), rel=1e-6)
+    assert first_loss(4.0) != pytest.approx(first_loss(1.0), rel=1e-3)
+    # where it changes nothing (m = 1, or every subnet sees all features) the cache key stays the one of before
+    assert GistConfig(subnets=1).key() == GistConfig(subnets=1, rescale_input=False).key()
+    assert GistConfig(subnets=2).key() != GistConfig(subnets=2, rescale_input=False).key()
+    assert GistConfig(subnets=2, variant="column").input_scale == 1.0
+
+
 def test_same_seed_same_numbers_and_seed_matters():
     from labcore.gist.simulate import run
 

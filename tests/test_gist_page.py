@@ -3,7 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from labcore.gist import cards, store
+from labcore import figures
+from labcore.gist import cards
 from labcore.figures.registry import COMPARE_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -12,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize("card_id", list(cards.CARDS))
 def test_card_smoke(card_id):
     card = cards.CARDS[card_id]
-    res = store.reproduce(card_id, "smoke")
+    res = figures.reproduce(card_id, "smoke")
     assert set(card.columns) <= set(res.ours.columns) and len(res.ours)
     title = res.figure.layout.title.text
     assert "SMOKE RUN" in title and "not the paper" in title
@@ -20,17 +21,16 @@ def test_card_smoke(card_id):
     assert list(cmp.columns) == list(COMPARE_COLUMNS) and len(cmp)
     assert card.describe().startswith(card_id)
     if card_id == "gist-bytes":
-        assert res.within_tolerance  # exact bytes, even on the smoke graph
+        assert card.check(res.ours)  # exact bytes, even on the smoke graph
 
 
-def test_store_round_trip(tmp_path):
-    res = store.reproduce("gist-bytes", "smoke")
-    store.save(res, "test", folder=tmp_path)
-    back = store.stored("gist-bytes", folder=tmp_path)
-    assert back.ours["measured_bytes"].tolist() == res.ours["measured_bytes"].tolist()
-    assert store.stored("gist-fig4", folder=tmp_path) is None
-    with pytest.raises(KeyError, match="card_id='gist-nope' is invalid"):
-        store.stored("gist-nope")
+def test_cards_through_the_registry(tmp_path):
+    """The shared registry serves this topic's cards: stored results, no verdict at smoke size, unknown ids."""
+    assert all(figures.get(cid) is card for cid, card in cards.CARDS.items())
+    assert figures.reproduce("gist-bytes", "smoke").within_tolerance is None  # smoke: no verdict on the paper
+    assert figures.stored("gist-fig4", folder=tmp_path) is None
+    with pytest.raises(figures.UnknownCardError, match="gist-nope"):
+        figures.stored("gist-nope")
 
 
 def test_topic_is_declared():

@@ -19,6 +19,6 @@ What is where in this folder:
     distributed.py  the m subnets in m processes over torch.distributed (gloo), same floats
     paper.py        the report's Table 1 and appendix tables
     experiments.py  cached runs and mean / std over seeds behind the cards
-    cards.py        the figure cards; store.py writes and reads their full-size results; reproduce.py runs them
+    cards.py        the figure cards; reproduce.py computes and stores them through labcore.figures
     plots.py        plotly figures; page.py the app page; exercises.py the notebook's checks
 """

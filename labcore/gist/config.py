@@ -2,8 +2,8 @@
 
 `GistConfig` is one GCN-IST run (the authors' defaults: Adam re-created at every sync, learning rate /10
 at 50 % and 75 % of the epochs, weight decay 5e-4, dropout 0.5 on the hidden layer, Gaussian random
-projection of the features). `KipfConfig` is the plain 2-layer GCN baseline with Kipf & Welling's settings.
-A bad value fails as `<field>=<value> is invalid: <what is allowed>`.
+projection of the features), plus one correction of ours: `rescale_input` (see below). `KipfConfig` is
+the plain 2-layer GCN baseline with Kipf & Welling's settings. A bad value fails as `<field>=<value> is invalid: <what is allowed>`.
 """
 from __future__ import annotations
 
@@ -33,13 +33,26 @@ class GistConfig(TypedConfig):
     dropout: float = 0.5
     lr_schedule: bool = True  # learning rate /10 at 50 % and /100 at 75 % of the epochs
     random_projection: bool = True  # dense Gaussian projection to floor(F/m)*m features
+    # A subnet sees |S_i| = F/m of the features, so its hidden pre-activations are about 1/m of the merged
+    # model's: the merged model is evaluated at a scale it was never trained at (no LayerNorm to absorb it).
+    # True scales the subnet's input by F/|S_i|, as inverted dropout does with keep rate 1/m (ours; the
+    # authors' code does not: False).
+    rescale_input: bool = True
     seed: int = 0
 
     def __post_init__(self):
         _validate(self)
 
     def key(self) -> str:
-        return hash_key(self.to_dict(), "gist-")
+        d = self.to_dict()
+        if self.input_scale == 1:  # added later: runs it does not change keep the keys they were cached under
+            del d["rescale_input"]
+        return hash_key(d, "gist-")
+
+    @property
+    def input_scale(self) -> float:
+        """Factor on a subnet's input features (F / |S_i| = m when the features are split and rescaled)."""
+        return float(self.subnets) if self.rescale_input and self.splits_features else 1.0
 
     @property
     def splits_hidden(self) -> bool:
@@ -58,8 +71,9 @@ class GistConfig(TypedConfig):
     def describe(self) -> str:
         what = {"layer1": "layer 1 split", "both": "both layers split"}[self.split]
         ln = "LayerNorm" if self.layernorm else "no LayerNorm"
+        scale = ", input x m" if self.input_scale != 1 else ""
         return (f"{self.graph}, m={self.subnets}, {what} ({self.variant}-wise), local={self.local}, "
-                f"hidden={self.hidden}, {ln}, lr={self.lr:g}, {self.epochs} epochs, seed {self.seed}")
+                f"hidden={self.hidden}, {ln}{scale}, lr={self.lr:g}, {self.epochs} epochs, seed {self.seed}")
 
 
 _RANGES = {"subnets": (1, 4096), "local": (1, 10_000), "hidden": (1, 4096), "epochs": (1, 100_000),

@@ -32,9 +32,9 @@ def distributed(cfg_dict: dict, rounds: int, data_env: str | None):
 
 @st.cache_data(show_spinner=False, ttl=60)
 def stored_card(card_id: str):
-    from labcore.gist import store
+    from labcore import figures
 
-    return store.stored(card_id)
+    return figures.stored(card_id)
 
 
 def _kib(b: float) -> str:
@@ -65,13 +65,16 @@ def render() -> None:
     local = ui.slider("local", "local iterations between syncs", 1, 30, default=1, where=side)
     hidden = ui.select("hidden", "hidden units", (16, 32, 64), default=16, where=side)
     layernorm = ui.toggle("ln", "LayerNorm on the hidden layer", default=True, where=side)
+    rescale = ui.toggle("rescale", "scale a subnet's input by m (inverted-dropout style)", default=True, where=side,
+                        help="A subnet sums over F/m features; without this the merged model's first layer works "
+                             "at m times the scale the subnets trained at. Off = the authors' code.")
     epochs = ui.select("epochs", "epochs", EPOCH_CHOICES, default=100, where=side)
     lr = ui.select("lr", "learning rate", LR_CHOICES, default=0.05, where=side)
     seed = ui.number("seed", "seed", 0, 999, default=0, where=side)
     ui.warnings()
     try:
         cfg = GistConfig(graph=graph, subnets=m, split=split, variant=variant, local=local, hidden=hidden,
-                         layernorm=layernorm, epochs=epochs, lr=lr, seed=seed)
+                         layernorm=layernorm, rescale_input=rescale, epochs=epochs, lr=lr, seed=seed)
     except ConfigError as e:
         st.error(f"This combination cannot run: {e}")
         return

@@ -2,7 +2,9 @@
 
     LABCORE_DATA=/path/to/data python -m labcore.gist.reproduce [card ids ...] [--jobs 2]
 
-Runs are cached per config (`experiments.cache_dir()`), so an interrupted reproduction resumes.
+The same as `labcore figure <id> --full --save`, through the shared card registry and writer, except that the
+uncached runs are trained first in `--jobs` processes. Runs are cached per config (`experiments.cache_dir()`),
+so an interrupted reproduction resumes.
 """
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ import argparse
 import sys
 import time
 
-from . import experiments, store
+from .. import figures
+from . import experiments
 from .cards import CARDS
 
 
@@ -18,20 +21,20 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("cards", nargs="*", default=list(CARDS), help=f"card ids (default: all): {', '.join(CARDS)}")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes for the uncached runs")
-    ap.add_argument("--size", default="full", choices=("smoke", "full"))
+    ap.add_argument("--size", default="full", choices=figures.SIZES)
     args = ap.parse_args(argv)
     for cid in args.cards:
-        card = CARDS[cid]
+        card = figures.get(cid)
         t0 = time.perf_counter()
         configs = card.configs(args.size)
         if configs and cid != "gist-bytes":
             experiments.summaries(configs, jobs=args.jobs, progress=True)  # train what is missing, in parallel
-        res = store.reproduce(cid, args.size)
-        res.runtime_s = time.perf_counter() - t0  # training included (runs cached earlier count as 0)
+        res = figures.reproduce(cid, args.size)
+        runtime = time.perf_counter() - t0  # training included (runs cached earlier count as 0)
         cmd = f"python -m labcore.gist.reproduce {cid} --jobs {args.jobs}"
-        path = store.save(res, cmd) if args.size == "full" else "(smoke: not stored)"
-        print(f"{cid}: {res.runtime_s:.0f} s, within tolerance: {res.within_tolerance} -> {path}", flush=True)
-        print(card.compare(res.ours).to_string(), flush=True)
+        path = figures.save(res, cmd, runtime_s=runtime) if args.size == "full" else "(smoke: not stored)"
+        print(f"{cid}: {runtime:.0f} s, {res.verdict} -> {path}", flush=True)
+        print(res.comparison().to_string(index=False), flush=True)
     return 0
 
 

@@ -37,6 +37,8 @@ def train_subnet(cfg, g, blocks: dict[str, torch.Tensor], part: Partition, i: in
                  ) -> tuple[dict[str, torch.Tensor], list[float]]:
     """Subnet i's `steps` local iterations from epoch `start`; returns its new blocks and its losses."""
     x = subnet_input(g.x, part, i)
+    if cfg.input_scale != 1:
+        x = x * cfg.input_scale  # |S_i| = F/m features: rescaled to the merged model's scale (config.py)
     p = {n: blocks[n].detach().clone().requires_grad_(True) for n in PARAMS}
     opt = torch.optim.Adam([p[n] for n in PARAMS], lr=lr_at(cfg, start), weight_decay=cfg.weight_decay)
     losses = []
