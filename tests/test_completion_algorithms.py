@@ -51,6 +51,30 @@ def test_harness_log_is_tidy_and_within_budget():
     assert df["error"].iloc[-1] < df["error"].iloc[0]
 
 
+def test_the_budget_is_cpu_time_of_the_thread_not_wall_clock(monkeypatch):
+    """A fake CPU clock that advances 1 s per reading while the wall-clock barely moves: the run stops by the
+    CPU clock (init + 3 steps of 1 s fit a 4.5 s budget, the 4th step would end at 5 s), wall_s is logged."""
+    import labcore.completion.harness as H
+
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(H.time, "thread_time", lambda: float(next(ticks)))
+    cfg = CompletionConfig(n=100, m=100, rank=2, share=0.3, algorithm="asd", budget_s=4.5, log_points=50)
+    df = race_one(cfg)
+    assert df["iteration"].max() == 3 and df["t"].iloc[-1] == 4.0
+    assert (df["wall_s"] < df["t"]).all() and (df["wall_s"] >= 0).all()
+
+
+def test_asd_starts_from_the_authors_split_of_the_exact_svd():
+    """Tanner & Wei's start: X0 = U_r S_r, Y0 = V_r of the exact top-r SVD of P(M) / share."""
+    p = make_problem(CompletionConfig(n=300, m=300, rank=2, share=0.1, kappa=200.0))
+    alg = make("asd", p, 2)
+    alg.init()
+    X, Y = alg.factors()
+    np.testing.assert_allclose(Y.T @ Y, np.eye(2), atol=1e-10)
+    dense = np.linalg.svd(p.matrix(p.vals / p.share_seen).toarray())
+    np.testing.assert_allclose(np.abs(Y.T @ dense[2][:2].T), np.eye(2), atol=1e-6)
+
+
 def test_iteration_mode_is_deterministic_and_cached(tmp_path):
     cfg = CompletionConfig(n=150, m=150, rank=2, share=0.3, algorithm="lmafit", max_iters=12, log_points=5,
                            budget_s=600.0)

@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from labcore import figures  # noqa: F401  (COMPARE_COLUMNS)
+from labcore import figures
 from labcore.completion import cards as C
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,10 +26,11 @@ def test_cards_are_registered_through_the_topic():
 
 @pytest.mark.parametrize("card_id", IDS)
 def test_smoke_size_computes_plots_and_says_it_is_a_smoke_run(card_id):
-    res = C.reproduce(card_id, size="smoke")
+    res = figures.reproduce(card_id, size="smoke")
     card = C.CARDS[card_id]
     assert set(card.columns) <= set(res.ours.columns) and len(res.ours)
     assert "smoke run" in res.figure.layout.title.text and "not the paper" in res.figure.layout.title.text
+    assert res.within_tolerance is None  # a smoke run gives no paper verdict
     cmp = card.compare(res.ours)
     assert list(cmp.columns) == list(figures.COMPARE_COLUMNS) and len(cmp)
     assert card.describe().startswith(card_id)
@@ -44,16 +45,15 @@ def test_table1_split_counts_problems_into_the_reports_ranges():
 
 
 def test_table1_grid_skips_problems_below_the_information_limit():
-    full = C.grid_configs(**C.TABLE_GRID)
+    full = C.grid_configs(**C.PAPER_GRID)
     problems = {(c.rank, c.share, c.kappa) for c in full}
-    assert len(problems) == 27 and not any(c.below_information_limit() for c in full)
-    paper = {(c.rank, c.share, c.kappa) for c in C.grid_configs(**C.PAPER_GRID)}
-    assert len(paper) == 27  # the report's n = 1000 half: 36 combinations, 9 under the limit
+    assert len(problems) == 27 and not any(c.below_information_limit() for c in full)  # 36 settings, 9 under
+    assert set(C.CARDS["completion-table1"].configs("full")) == set(full)
 
 
 @pytest.mark.parametrize("card_id", IDS)
 def test_stored_full_results_load_with_their_comparison(card_id):
-    res = C.stored(card_id)
+    res = figures.stored(card_id)
     if res is None:
         pytest.skip(f"no stored result for {card_id}")
     assert res.size == "full" and "smoke" not in res.figure.layout.title.text

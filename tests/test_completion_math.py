@@ -51,6 +51,21 @@ def test_lowrank_plus_sparse_svd_matches_dense_svd():
     np.testing.assert_allclose(np.abs(np.sum(U * (W @ V), axis=0)), s, rtol=1e-8)
 
 
+def test_top_svd_is_exact_where_a_sketch_mixes_the_noise_bulk():
+    """Fig. 1's kind of problem: sigma_2 of M* is inside the sampling noise of P(M) / share, so sigma_2 and sigma_3
+    of the seen matrix are close; the start must still be its exact top-2 SVD."""
+    from labcore.completion.algorithms.base import top_svd
+    from labcore.completion.config import CompletionConfig
+    from labcore.completion.problem import make_problem
+
+    p = make_problem(CompletionConfig(n=400, m=400, rank=2, share=0.05, kappa=200.0))
+    S = p.matrix(p.vals / p.share_seen)
+    U, s, V = top_svd(S, 2, np.random.default_rng(0))
+    dU, ds, dVt = np.linalg.svd(S.toarray())
+    np.testing.assert_allclose(s, ds[:2], rtol=1e-8)
+    np.testing.assert_allclose(np.abs(np.sum(U * dU[:, :2], axis=0)), 1.0, atol=1e-6)
+
+
 def test_spectrum_has_the_condition_number():
     s = spectrum(5, 200.0)
     assert s[0] / s[-1] == pytest.approx(200.0) and np.all(np.diff(s) < 0)

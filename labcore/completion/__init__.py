@@ -3,7 +3,7 @@
 What is where in this folder:
 
     config.py        CompletionConfig: one algorithm on one problem (size, rank, share seen, kappa, noise,
-                     dataset) under one wall-clock budget; validated, `key()` is the cache key
+                     dataset) under one CPU-time budget; validated, `key()` is the cache key
     problem.py       the problem generator (M* = U diag(s) V^T, uniform sampling, noise, PSD, rectangular) and
                      the information-limit check (seen entries against r(m + n - r))
     ratings.py       MovieLens ratings as a completion problem (share seen, the rest held out)

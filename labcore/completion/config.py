@@ -21,7 +21,7 @@ FAMILIES = {"asd": "alternating", "scaled_asd": "alternating", "lmafit": "altern
             "cgiht": "hard thresholding", "fgd": "factored gradient", "scaled_gd": "factored gradient",
             "lrgeomcg": "Riemannian", "irls": "IRLS", "soft_impute": "nuclear norm"}
 DATASETS = ("synthetic", "ml-100k", "ml-1m")
-CODE_VERSION = 2  # part of every run's cache key: bump it when an algorithm's numbers change
+CODE_VERSION = 4  # part of every run's cache key: bump it when an algorithm's numbers change
 INITS = ("spectral", "random")
 
 
@@ -39,11 +39,11 @@ class CompletionConfig(TypedConfig):
     problem_seed: int = 0
     # the run
     algorithm: str = "asd"
-    budget_s: float = 5.0  # wall-clock seconds the harness gives the algorithm (initialisation included)
+    budget_s: float = 5.0  # CPU seconds (one thread) the harness gives the algorithm, initialisation included
     max_iters: int = 0  # > 0: stop after this many steps (deterministic runs); 0: only the budget stops it
     stop_below: float = 0.0  # > 0: stop once a logged error is below this (tests, exercises); 0: never
     log_points: int = 40  # iterates logged at this many fixed times, evenly spread in log time over the budget
-    init: str = "spectral"  # spectral: top-r SVD of the seen entries / share; random: Gaussian factors
+    init: str = "spectral"  # spectral: exact top-r SVD of the seen entries / share; random: Gaussian factors
     seed: int = 0  # the algorithm's own randomness (random init, sketches)
 
     def __post_init__(self):

@@ -1,13 +1,17 @@
-"""The benchmark harness: every algorithm gets the same wall-clock budget, its iterates are logged at fixed
+"""The benchmark harness: every algorithm gets the same CPU-time budget, its iterates are logged at fixed
 times, and the result is a tidy DataFrame (one row per logged iterate).
 
     df = run(CompletionConfig(n=1000, rank=2, share=0.05, kappa=200, algorithm="irls", budget_s=20))
     df = run_many(configs, jobs=2)        # parallel processes, each run cached by its config key
 
-The harness, not the algorithm, keeps the clock: it times `init()` and each `step()` (wall-clock, one BLAS
-thread), and computes the error of the factors between steps with the clock stopped. A step that ends past
-the budget does not count (the run's last iterate is the one before it), so no algorithm gets more than the
-budget. Iterates are logged at the first step boundary after each of `log_points` times spread evenly in log
+The harness, not the algorithm, keeps the clock: it times `init()` and each `step()` in CPU seconds of the
+calling thread (`time.thread_time`, with BLAS held to that one thread), and computes the error of the factors
+between steps with the clock stopped. CPU time, not wall-clock: on a machine shared with other work a
+wall-clock budget gives each run a load-dependent amount of computing, so one config would give different
+numbers at different times; the CPU seconds of one thread do not depend on the load (nor on other threads
+of the process, e.g. an app's). The wall-clock time of the same calls is logged beside it (`wall_s`).
+A step that ends past the budget does not count (the run's last iterate is the one before it), so no
+algorithm gets more than the budget. Iterates are logged at the first step boundary after each of `log_points` times spread evenly in log
 time over the budget (the report logged every iteration and paid for it in distance computations).
 `max_iters > 0` makes a run deterministic (iterates logged at fixed iteration counts) for tests and exercises.
 A run whose error stops being finite is recorded as diverged and stopped; `stop_below > 0` stops a run
@@ -30,7 +34,7 @@ from .algorithms import make
 from .config import FAMILIES, LABELS, PROBLEM_FIELDS, CompletionConfig
 from .problem import InformationLimitWarning, Problem, make_problem
 
-COLUMNS = ("key", "algorithm", "label", "family", "t", "iteration", "error", "fit", "rmse", "diverged",
+COLUMNS = ("key", "algorithm", "label", "family", "t", "wall_s", "iteration", "error", "fit", "rmse", "diverged",
            "below_limit", "budget_s") + PROBLEM_FIELDS
 
 
@@ -67,13 +71,14 @@ def race_one(cfg: CompletionConfig, problem: Problem | None = None,
             "family": FAMILIES[cfg.algorithm], "below_limit": cfg.below_information_limit(),
             "budget_s": cfg.budget_s, **cfg.problem_dict()}
     rows: list[dict] = []
-    clock = 0.0
+    clock = 0.0  # CPU seconds spent in init() and step(): the budget
+    wall = 0.0  # wall-clock seconds of the same calls: logged only
 
-    def log(alg) -> bool:
+    def log(iteration: int, factors) -> bool:
         with np.errstate(all="ignore"):
-            err = problem.error(*alg.factors())
+            err = problem.error(*factors)
         finite = all(math.isfinite(v) for v in err.values())
-        row = {**base, "t": clock, "iteration": alg.iteration, "rmse": math.nan, **err,
+        row = {**base, "t": clock, "wall_s": wall, "iteration": iteration, "rmse": math.nan, **err,
                "diverged": not finite}
         if not finite:
             row["error"] = math.inf
@@ -83,28 +88,33 @@ def race_one(cfg: CompletionConfig, problem: Problem | None = None,
         return finite and not row["error"] < cfg.stop_below
 
     alg = make(cfg.algorithm, problem, cfg.rank, seed=cfg.seed, init=cfg.init)
-    start = time.perf_counter()
+    start, start_wall = time.thread_time(), time.perf_counter()
     with np.errstate(all="ignore"):
         alg.init()
-    clock = time.perf_counter() - start
+    clock, wall = time.thread_time() - start, time.perf_counter() - start_wall
     by_iter = cfg.max_iters > 0
     marks = log_iterations(cfg) if by_iter else log_times(cfg)
     nxt = int(np.searchsorted(marks, alg.iteration if by_iter else clock, side="right"))
-    ok = log(alg)
+    ok = log(alg.iteration, alg.factors())
+    last = None  # (iteration, factors) before a step that ended past the budget
     while ok and clock < cfg.budget_s and not (by_iter and alg.iteration >= cfg.max_iters):
-        start = time.perf_counter()
+        kept = (alg.iteration, tuple(np.array(f) for f in alg.factors()))  # copies, in case the step overruns
+        start, start_wall = time.thread_time(), time.perf_counter()
         with np.errstate(all="ignore"):
             alg.step()
-        spent = time.perf_counter() - start
+        spent = time.thread_time() - start
         if clock + spent > cfg.budget_s:
-            break  # this step ends past the budget: it does not count
+            last = kept  # this step ends past the budget: it does not count
+            break
         clock += spent
+        wall += time.perf_counter() - start_wall
         now = alg.iteration if by_iter else clock
         if nxt < len(marks) and now >= marks[nxt]:
             nxt = int(np.searchsorted(marks, now, side="right"))
-            ok = log(alg)
-    if ok and rows[-1]["iteration"] != alg.iteration:
-        log(alg)  # the last iterate within the budget
+            ok = log(alg.iteration, alg.factors())
+    iteration, factors = last if last is not None else (alg.iteration, alg.factors())
+    if ok and rows[-1]["iteration"] != iteration:
+        log(iteration, factors)  # the last iterate within the budget
     return pd.DataFrame(rows).reindex(columns=list(COLUMNS))
 
 

@@ -1,8 +1,8 @@
 """Matrix completion: a race of completion algorithms under one time budget, and a phase map.
 
 Pick a problem (size, rank, share seen, condition number, noise) and algorithms; every algorithm gets the same
-wall-clock budget and the chart draws their error as the harness logs it. The phase map shows, over ranks and
-shares, the best error any chosen algorithm reached; crosses mark problems below the information limit.
+CPU-time budget (one thread) and the chart draws their error as the harness logs it. The phase map shows, over
+ranks and shares, the best error any chosen algorithm reached; crosses mark problems below the information limit.
 The view lives in the URL; every number comes from `labcore.completion` (runs are cached by config).
 """
 from __future__ import annotations
@@ -157,7 +157,7 @@ def _phase_map(ui: UrlWidgets, base: CompletionConfig, algs: list[str]) -> None:
 
 
 def _stored_phase_map() -> None:
-    from labcore.completion.cards import stored
+    from labcore.figures import stored
 
     res = stored("completion-table1")
     if res is None:
@@ -170,7 +170,8 @@ def _stored_phase_map() -> None:
 
 
 def _stored_cards(ui: UrlWidgets) -> None:
-    from labcore.completion.cards import CARDS as REGISTERED, stored
+    from labcore.completion.cards import CARDS as REGISTERED
+    from labcore.figures import stored
 
     card_id = ui.select("card", "figure card", CARDS, default=CARDS[0])
     card = REGISTERED[card_id]

@@ -14,7 +14,7 @@ COLORS = dict(zip(ALGORITHMS, ("#1f77b4", "#17becf", "#2ca02c", "#d62728", "#ff7
 
 def race(df: pd.DataFrame, title: str, y_title: str = "relative error ||M - M*||_F / ||M*||_F",
          log_x: bool = False) -> go.Figure:
-    """Error against wall-clock time, one line per algorithm (the report's Fig. 1 to 4)."""
+    """Error against CPU time (one thread), one line per algorithm (the report's Fig. 1 to 4)."""
     fig = go.Figure()
     for alg in [a for a in ALGORITHMS if a in set(df["algorithm"])]:
         d = df[df["algorithm"] == alg].sort_values("t")
@@ -22,7 +22,7 @@ def race(df: pd.DataFrame, title: str, y_title: str = "relative error ||M - M*||
         fig.add_trace(go.Scatter(x=d["t"], y=err, mode="lines+markers", name=LABELS[alg],
                                  line=dict(color=COLORS[alg]), marker=dict(size=4),
                                  hovertemplate="%{x:.2f} s: %{y:.3g}<extra>" + LABELS[alg] + "</extra>"))
-    fig.update_layout(title=title, xaxis_title="wall-clock time (s)", yaxis_title=y_title, template="plotly_white",
+    fig.update_layout(title=title, xaxis_title="CPU time (s, one thread)", yaxis_title=y_title, template="plotly_white",
                       legend=dict(orientation="h", y=-0.2))
     fig.update_yaxes(type="log", exponentformat="power")
     if log_x:

@@ -2,6 +2,8 @@
 
 f(X, Y) = 1/2 ||P(M) - P(X Y^T)||^2. A step on X along its negative gradient d = R Y (R the sparse residual)
 with the exact minimiser t = ||d||^2 / ||P(d Y^T)||^2, then the same on Y with the updated X.
+The start is the authors' (Ke Wei's code, which the report ran): X0 = U_r S_r, Y0 = V_r from the top-r SVD of
+the seen entries; a balanced split U_r S_r^(1/2), V_r S_r^(1/2) is another method's start (ScaledGD's).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ class ASD(Algorithm):
 
     def init(self):
         U, s, V = self.starting_svd()
-        self.X, self.Y = U * np.sqrt(s), V * np.sqrt(s)
+        self.X, self.Y = U * s, V
         self.res = self.residual(self.X, self.Y)
 
     def direction_x(self, G):
