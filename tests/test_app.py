@@ -359,9 +359,14 @@ def test_reset_to_defaults_and_the_downloads_of_the_explorer():
     assert labels[0] == "Per-round table (CSV)" and labels.count("Chart (HTML)") == 4
     erank = charts(at)[1]
     assert erank["layout"]["yaxis"]["range"][0] == 0 and erank["layout"]["yaxis"]["range"][1] >= 3
+    from labcore.app.state import EXPLORER_BASE
+
+    at.session_state["_lab_stopped"] = {EXPLORER_BASE.key()}  # the default run is not trained here (20 s)
     at.button(key="explorer.reset").click().run()
     assert not at.exception
-    assert at.slider(key="explorer.rank").value == 4 and "rank" not in at.query_params
+    assert at.slider(key="explorer.rank").value == 4 and at.select_slider(key="explorer.dim").value == 64
+    assert "rank" not in at.query_params and "rounds" not in at.query_params
+    assert at.button(key="explorer.resume")  # the defaults' run, shown as stopped
 
 
 def test_downloaded_tables_have_human_column_names_with_units():

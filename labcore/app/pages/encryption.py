@@ -142,12 +142,12 @@ def _attack(cfg, vs) -> None:
 
     summary = attack_summary(out)
     st.plotly_chart(plots.attack_bars(summary), key="encryption.attack", config={"displaylogo": False}, theme=None)
-    st.dataframe(summary.rename(columns=ATTACK_COLUMNS), hide_index=True, width="stretch")
+    st.dataframe(summary.drop(columns=["method"]).rename(columns=ATTACK_COLUMNS), hide_index=True, width="stretch")
     n = cfg.clients_per_round
     if cfg.encryption == "none":
         who = f"every one of the {n} clients of each round is attacked"
     else:
-        who = (f"both rows attack the same {min(real, n)} clients of each {n}-client round: under {cfg.encryption} "
+        who = (f"both runs attack the same {min(real, n)} clients of each {n}-client round: under {cfg.encryption} "
                f"only {min(real, n)} clients per round are protected for real (the costly part), and the plain "
                "run is scored on those same clients; the aggregate mixes all "
                f"{n} clients in both")
@@ -157,7 +157,7 @@ def _attack(cfg, vs) -> None:
 
 ATTACKED = 4  # clients per round protected for real (and attacked) under encryption
 ATTACK_COLUMNS = {"view": "what the server attacks", "precision": "attack precision", "recall": "attack recall",
-                  "base_rate": "chance (base rate)", "lift": "lift (precision / chance)", "clients": "clients attacked"}
+                  "base_rate": "chance (base rate)", "lift": "lift (x chance)", "clients": "clients attacked"}
 
 
 def same_clients(plain: dict, protected: dict) -> dict:
