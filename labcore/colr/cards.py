@@ -660,8 +660,9 @@ def _schedule_card() -> FigureCard:
     return FigureCard(
         id="colr-schedule-ml1m",
         title="The client schedule: CoLR@4 on MovieLens-1M, users drawn uniformly vs rotated through",
-        caption=("Figure (ours; not in the paper). HR@10 against rounds under two client schedules. CoLR's reference code (NNHieu/CoLR-FedRec, fedrec/core/client.py) shuffles "
-                 "the users once and takes the next M of that list each round; FedAvg usually draws M users afresh."),
+        caption=("Figure (ours; not in the paper). HR@10 against rounds under two client schedules. CoLR's reference "
+                 "code (NNHieu/CoLR-FedRec, fedrec/core/client.py) shuffles the users once and takes the next M of "
+                 "that list each round; FedAvg usually draws M users afresh."),
         kind="figure", paper=pd.DataFrame(columns=["round", "hr"]), configs=schedule_grid, compute_fn=compute,
         plot_fn=plot, compare_fn=compare, tolerance=0.02,
         tolerance_text=("shape: the rotating schedule is at or above uniform sampling at round 100, and the two end "

@@ -84,9 +84,9 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
     """Peak bytes of one round for the heaviest possible cohort (the M most active users), by what holds them.
 
     An upper estimate from the shapes the round builds: the schedule and per-slot tensors of local training,
-    the touched rows (update, sorted copy, partial sums), and clients x items x width tables where a layout
-    or codec still needs them (the dense layout; SVD / Top-K encode each client's whole table; quantization
-    and encryption work on each client's whole payload).
+    the touched rows (update, row index, the client sum's run tables), and clients x items x width tables
+    where a layout or codec still needs them (the dense layout; SVD / Top-K encode each client's whole table;
+    quantization and encryption work on each client's whole payload).
     """
     M, N, d = cfg.clients_per_round, data.n_items, cfg.dim
     width = cfg.rank if cfg.method in ("colr", "scolr") else d
@@ -95,9 +95,16 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
     samples = int(per.sum())
     slots = int((-(-per // cfg.batch_size)).sum()) * cfg.local_epochs * cfg.batch_size
     rows = int(np.minimum(per, N).sum())
-    gathered = (slots * d if layout == "dense" else min(slots * d, 1 << 25)) * 4 * (2 if width != d else 1)
+    # Q rows gathered once (the row layout: up to _GATHER_ALL_LIMIT), and about six (clients, batch, d)
+    # temporaries of a step (the row layout: in blocks of _STEP_FLOATS)
+    if layout == "dense":
+        gathered = slots * d * 4 * (2 if width != d else 1) + 6 * M * cfg.batch_size * d * 4
+    else:
+        gathered = (min(slots * d, 1 << 25) * 4 * (2 if width != d else 1)
+                    + 6 * min(M * cfg.batch_size * d, 1 << 23) * 4)
     est = {"schedule and per-slot tensors": slots * 64 + samples * 40 + gathered,
-           "touched rows (update, sorted copy, partial sums)": rows * (width * 4 * 3 + 40)}
+           "touched rows (update, row index) and the client sum's run tables":
+               rows * (width * 4 + 32) + (min(16, -(-M // 16)) + 4) * N * width * 4}
     dense_table = M * N * width * 4
     if layout == "dense":
         T = int((-(-per.max(initial=0) // cfg.batch_size)) * cfg.local_epochs)

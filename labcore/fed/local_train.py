@@ -187,6 +187,7 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
     keys = torch.from_numpy(keys_np)
     step_scale = torch.from_numpy(inv_count).to(dt) * -lr  # per-row mean over occurrences, times the SGD step
     inv_nv = (1.0 / vf.sum(1).clamp(min=1))[:, None]  # (R, 1)
+    del idx, items, inv_count, row_of_sample  # (R, B) arrays: 100 MB each at full participation
     W = torch.zeros(U + 1, width, dtype=dt)  # D rows or A rows per touched (client, item); last row: padding sink
     order_t = torch.from_numpy(order)
     p = p0[order_t].clone()
@@ -203,7 +204,7 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
     # take them in blocks of `chunk` clients, so that the step's (clients, batch, d) temporaries stay small.
     # torch's batched products may block a different batch count differently (last-bit differences, 1e-8);
     # cohorts below one block (every stored result: 60 clients at d=64, 375 at d=16) are one block, as before.
-    chunk = max(1, _STEP_FLOATS // (items.shape[1] * d))
+    chunk = max(1, _STEP_FLOATS // (slots.shape[1] * d))
     for t in range(len(n_active)):
         a, r0 = int(n_active[t]), int(offsets[t])
         for c0 in range(0, a, chunk):
