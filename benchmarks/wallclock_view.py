@@ -75,7 +75,8 @@ def main() -> None:
             retrain = time.perf_counter() - t0
             err = float(np.max(np.abs(again.table["wallclock"] - table["wallclock"]) / again.table["wallclock"]))
             line += f", retrain {retrain:6.1f} s: {retrain / view:,.0f}x; max relative clock difference {err:.1e}"
-        line += f"; wall-clock {trained.table['wallclock'].iloc[-1] / 60:.1f} -> {table['wallclock'].iloc[-1] / 60:.1f} min"
+        before, after = trained.table["wallclock"].iloc[-1] / 60, table["wallclock"].iloc[-1] / 60
+        line += f"; wall-clock {before:.1f} -> {after:.1f} min"
         print(line + ("" if view < 1 else "  (over the 1 s target)"))
 
 

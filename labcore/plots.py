@@ -89,9 +89,11 @@ def payload_parts(result: Result) -> go.Figure:
     """Measured bytes per message part and direction, with the theoretical size beside them."""
     g = result.part_bytes()
     g["label"] = g["direction"] + ": " + g["part"]
-    fig = go.Figure(layout=dict(template=_template()), data=[go.Bar(x=g["label"], y=g["bytes"] / MB, name="measured (serialized)"),
-                     go.Bar(x=g["label"], y=g["theoretical_bytes"] / MB, name="theoretical")])
-    fig.update_layout(barmode="group", yaxis_title="MB (whole run)", margin=dict(l=40, r=10, t=30, b=40))
+    fig = go.Figure(layout=dict(template=_template()),
+                    data=[go.Bar(x=g["label"], y=g["bytes"] / MB, name="measured (serialized)"),
+                          go.Bar(x=g["label"], y=g["theoretical_bytes"] / MB, name="theoretical")])
+    fig.update_layout(barmode="group", yaxis_title="MB (whole run)", margin=dict(l=40, r=10, t=30, b=40),
+                      legend=dict(orientation="h", y=-0.35))  # below: in a narrow column it covered the bars
     return fig
 
 

@@ -343,7 +343,8 @@ def test_changing_only_the_bandwidth_of_a_finished_run_re_times_it_without_train
     hr, base = metric(at, "HR@10"), panel_x(at, 3).max()
     started = []
     follow = jobs.JobHub.follow
-    monkeypatch.setattr(jobs.JobHub, "follow", lambda self, cfg, *a, **k: started.append(cfg) or follow(self, cfg, *a, **k))
+    monkeypatch.setattr(jobs.JobHub, "follow",
+                        lambda self, cfg, *a, **k: started.append(cfg) or follow(self, cfg, *a, **k))
     at.number_input(key="explorer.bw_up").set_value(0.02).run()
     at.selectbox(key="explorer.bandwidth_tiers").set_value("straggler: 10% of the clients at 1/20 bandwidth").run()
     assert not at.exception and started == []  # no job: the stored run is re-timed

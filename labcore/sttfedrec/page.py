@@ -117,7 +117,8 @@ def _mb_caption(t3, parts) -> str:
     p = parts[parts["phase"].str.startswith("training")]
     down = p[p["link"] == "server->device"].groupby("model")["bytes"].sum() / 2**20
     chain = p[~p["link"].isin(plots.SERVER_LINKS)].groupby("model")["bytes"].sum() / 2**20
-    pairs = [(f, s) for f, s in (("FL-DSSM", "STTFedRec-DSSM"), ("FL-CLSM", "STTFedRec-CLSM")) if f in down and s in down]
+    pairs = [(f, s) for f, s in (("FL-DSSM", "STTFedRec-DSSM"), ("FL-CLSM", "STTFedRec-CLSM"))
+             if f in down and s in down]
     if pairs:
         f, s = pairs[0]
         text += (f" Measured ({s.split('-')[1]}): download {down[f]:.1f} MB (FL) vs {down[s]:.1f} MB (STTFedRec); "

@@ -117,7 +117,8 @@ def render() -> None:
             c1.caption("Blue: each client's update. An MF client's update is rank 1 by construction (every item row "
                        "moves along its own user vector p_u; only the drift of p_u over the local epochs adds a "
                        "little), so N90 = N99 = 1. "
-                       + ("Red: the aggregated update (what the server applies), whose rank grows with the cohort, up to "
+                       + ("Red: the aggregated update (what the server applies), whose rank grows with the cohort, "
+                          "up to "
                           f"{'d' if cfg.method in ('fedmf', 'topk') else 'r'} = {width}."
                           if aggregated else "The aggregated update's rank is not in this run's table (a run "
                           "stored before it was measured)."))
