@@ -148,7 +148,7 @@ def metric_panel(results: Sequence[Result], y: str = "hr", labels: Sequence[str]
     return go.Figure(traces, layout)
 
 
-def _panels(titles: Sequence[str], across: bool, gap: float = 0.03) -> dict:
+def _panels(titles: Sequence[str], across: bool, gap: float = 0.03, title_size: int = 16) -> dict:
     """Layout of len(titles) panels side by side (across) or stacked, each with its own axes and title."""
     n = len(titles)
     size = (1 - gap * (n - 1)) / n
@@ -166,7 +166,7 @@ def _panels(titles: Sequence[str], across: bool, gap: float = 0.03) -> dict:
         x = (dom[0] + dom[1]) / 2 if across else 0.5
         yy = 1.0 if across else dom[1]
         layout["annotations"].append(dict(text=title, x=x, y=yy, xref="paper", yref="paper", showarrow=False,
-                                          xanchor="center", yanchor="bottom", font=dict(size=16)))
+                                          xanchor="center", yanchor="bottom", font=dict(size=title_size)))
     return layout
 
 
@@ -179,8 +179,8 @@ def round_breakdown(result: Result) -> go.Figure:
     t = result.table
     total = float(t["t_round"].sum()) or 1.0
     share = float(t["t_comm"].sum()) / total
-    layout = _panels((f"communication (s): {share:.1%} of the time", "computation + server (s)"), across=False,
-                     gap=0.14)
+    layout = _panels((f"communication, s ({share:.1%})", "computation + server, s"), across=False, gap=0.14,
+                     title_size=14)  # titles that fit a third of a 1280 px page
     layout["xaxis2"]["title"] = "round"
     layout.update(bargap=0, showlegend=False, margin=dict(l=50, r=10, t=30, b=40), template=_template())
     return go.Figure([go.Bar(x=t["round"], y=t["t_comm"], name="communication", marker_color="#1f77b4"),

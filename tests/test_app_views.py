@@ -32,4 +32,4 @@ def test_round_time_gives_communication_its_own_axis_and_its_share():
     comm = next(d for d in fig.data if d.name == "communication")
     assert comm.yaxis != next(d for d in fig.data if d.name == "computation").yaxis
     assert np.allclose(comm.y, 0.03)
-    assert any("0.3% of the time" in a.text for a in fig.layout.annotations)
+    assert any("communication" in a.text and "(0.3%)" in a.text for a in fig.layout.annotations)

@@ -121,7 +121,9 @@ def payload_bars(parts: pd.DataFrame, phase: str = "training") -> go.Figure:
     fig.update_layout(barmode="stack")
     fig.update_yaxes(title_text="MB per device", row=1, col=1)
     fig.update_xaxes(tickangle=30)
-    return _layout(fig, f"Measured payload per device ({phase}), by part and link", 460)
+    fig = _layout(fig, f"Measured payload per device ({phase}), by part and link", 480)
+    fig.update_layout(legend=dict(orientation="v", x=1.01, y=1))  # beside: below, it met the slanted model names
+    return fig
 
 
 # --- Fig. 4: rho -----------------------------------------------------------------------------------------------
