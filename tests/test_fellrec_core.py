@@ -29,6 +29,7 @@ use_threads()  # one intra-op thread, as the lab's runs (two spin-wait on a load
     ("lora_rank", 33, "hidden size"),
     ("method", "fedsgd", "allowed values are central, fedavg"),
     ("dirichlet_c", 0.0, "must be > 0"),
+    ("tune", "adapters", "allowed values are lora, full"),
 ])
 def test_bad_config_names_field(field, value, words):
     with pytest.raises(ConfigError) as e:
@@ -40,6 +41,23 @@ def test_bad_config_names_field(field, value, words):
 def test_more_clients_than_users_is_refused():
     with pytest.raises(ConfigError, match=r"n_clients=500 is invalid: .* only 64 client users"):
         check_fits(FellrecConfig(n_clients=500), 64)
+
+
+def test_full_tuning_trains_every_base_weight_and_keeps_lora_keys():
+    cfg = FellrecConfig(n_layer=4, n_embd=16, history=6)
+    model = make_model(cfg, load(cfg))
+    full = freeze_base(model, "full")
+    assert len(full) == sum(1 for n, _ in model.named_parameters() if "lora_" not in n)
+    assert not any(p.requires_grad for n, p in model.named_parameters() if "lora_" in n)
+    assert all(p.requires_grad for p in full)
+    lora = freeze_base(model)
+    assert lora and all("lora_" in n for n, p in model.named_parameters() if p.requires_grad)
+    assert cfg.replace(tune="full").key() != cfg.key()
+    from labcore.typed_config import hash_key
+
+    d = cfg.to_dict()
+    d.pop("tune")
+    assert cfg.key() == hash_key(d, "fellrec-")  # runs cached before the field existed keep their key
 
 
 # --- data -------------------------------------------------------------------------------------------------

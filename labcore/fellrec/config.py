@@ -16,6 +16,7 @@ METHODS = ("central", "fedavg", "fedprox", "ditto", "fellrec")
 METHOD_LABELS = {"central": "centralized (no federation)", "fedavg": "FedAvg", "fedprox": "FedProx",
                  "ditto": "Ditto", "fellrec": "FELLRec"}
 SPLITS = ("kmeans", "dirichlet")
+TUNES = ("lora", "full")  # what the clients fine-tune: LoRA adapters (BIGRec) or every weight (RecFormer)
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class FellrecConfig(TypedConfig):
     n_head: int = 2
     lora_rank: int = 4  # r of the LoRA adapters on the attention projections
     lora_alpha: float = 8.0  # LoRA scale alpha / r
+    tune: str = "lora"  # the client-specific parameters R_c: the LoRA adapters, or "full" (every weight)
     pretrain_epochs: int = 10
     pretrain_lr: float = 3e-3
     # clients
@@ -63,7 +65,10 @@ class FellrecConfig(TypedConfig):
         _validate(self)
 
     def key(self) -> str:
-        return hash_key(self.to_dict(), "fellrec-")
+        d = self.to_dict()
+        if d["tune"] == "lora":  # the default keeps the keys runs had before the field existed
+            d.pop("tune")
+        return hash_key(d, "fellrec-")
 
     def label(self) -> str:
         return METHOD_LABELS[self.method]
@@ -90,7 +95,8 @@ _RANGES = {
 
 def _validate(c: FellrecConfig) -> None:
     check_types(c, _TYPES)
-    check_choices(c, {"dataset": DATASETS, "item_text": ITEM_TEXTS, "method": METHODS, "split": SPLITS})
+    check_choices(c, {"dataset": DATASETS, "item_text": ITEM_TEXTS, "method": METHODS, "split": SPLITS,
+                      "tune": TUNES})
     check_ranges(c, _RANGES, positive=("lr", "pretrain_lr", "lora_alpha", "alpha", "beta", "dirichlet_c"),
                  nonnegative=("prox_mu", "ditto_lambda"))
     if not 0 < c.foundation_share < 1:

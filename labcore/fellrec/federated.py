@@ -8,6 +8,7 @@ FedAvg, FedProx, Ditto, FELLRec (Algorithm 1), or centrally (the BIGRec row of T
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,7 @@ from .clients import assign_clients
 from .config import FellrecConfig
 from .data import SeqData, eval_inputs, load, windows
 from .metrics import rank_metrics
-from .model import GPTRec, freeze_base, get_lora, make_model, set_lora
+from .model import GPTRec, freeze_base, get_state, make_model, set_lora, tuned_names
 from .offload import Channel, full_step, split, split_step
 
 FOUNDATION_FIELDS = ("dataset", "item_text", "max_users", "history", "foundation_share", "vocab_size", "data_seed",
@@ -143,15 +144,17 @@ class FedResult:
     def load(cls, folder: Path, cfg: FellrecConfig) -> "FedResult":
         meta = json.loads((folder / "meta.json").read_text())
         return cls(cfg, pd.read_csv(folder / "clients.csv"), pd.read_csv(folder / "rounds.csv"),
-                   pd.read_csv(folder / "ledger.csv"), meta.get("seconds", 0.0), meta.get("notes", ""))
+                   pd.read_csv(folder / "ledger.csv"), meta.get("seconds", 0.0), meta.get("notes", ""),
+                   {k: meta[k] for k in ("cpu_seconds", "load_avg") if k in meta})
 
 
 def lora_bytes(state: dict, layers: list[int]) -> int:
-    """Measured bytes of one LoRA message: the adapters of `layers`, each a serialized Part."""
+    """Measured bytes of one message of client-specific parameters: those of `layers` (and, when the whole
+    model is tuned, the embeddings and head the device holds), each a serialized Part."""
     from .model import layer_of
 
     return sum(len(serialize_part(array_part(n, "factors", v.numpy()))) for n, v in state.items()
-               if layer_of(n) in layers)
+               if layer_of(n) in layers or layer_of(n) is None)
 
 
 def run(cfg: FellrecConfig, progress: bool = False, use_cache: bool = True) -> FedResult:
@@ -166,12 +169,13 @@ def run(cfg: FellrecConfig, progress: bool = False, use_cache: bool = True) -> F
 
 def _train(cfg: FellrecConfig, progress: bool) -> FedResult:
     use_threads()
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()  # CPU seconds: what the run costs on an idle machine
     data = dataset(cfg)
     groups = assign_clients(cfg, data)
     model = foundation(cfg, data)
-    params = freeze_base(model)
-    init = get_lora(model)
+    params = freeze_base(model, cfg.tune)
+    names = tuned_names(model, cfg.tune)
+    init = get_state(model, names)
     n = cfg.n_layer
     device_layers = (list(range(1, cfg.client_layers + 1)) + [n]) if cfg.offload else list(range(1, n + 1))
     local = [tuple(torch.as_tensor(a) for a in windows(data, g, cfg.history)) for g in groups]
@@ -195,7 +199,7 @@ def _train(cfg: FellrecConfig, progress: bool) -> FedResult:
         if cfg.method == "central":
             set_lora(model, glob)
             loss = local_train(model, params, x, y, cfg, gen, None)
-            glob = get_lora(model)
+            glob = get_state(model, names)
             rows += [{"round": t, "client": c, "loss": loss, "w": np.nan} for c in range(C)]
         else:
             new, losses, channel = [], [], Channel() if cfg.offload else None
@@ -204,11 +208,11 @@ def _train(cfg: FellrecConfig, progress: bool) -> FedResult:
                 if cfg.method == "ditto":  # the personal model first, pulled towards the global one
                     set_lora(model, personal[c])
                     local_train(model, params, xc, yc, cfg, gen, channel, prox=glob, prox_mu=cfg.ditto_lambda)
-                    personal[c] = get_lora(model)
+                    personal[c] = get_state(model, names)
                 set_lora(model, states[c])
                 prox = states[c] if cfg.method == "fedprox" else None
                 losses.append(local_train(model, params, xc, yc, cfg, gen, channel, prox, cfg.prox_mu))
-                new.append(get_lora(model))
+                new.append(get_state(model, names))
             w = np.full(C, np.nan)
             if cfg.method == "fellrec":
                 states, wt, _ = fellrec_aggregate(new, losses, t + 1, cfg.alpha, cfg.beta, cfg.dyn_agg,
@@ -241,7 +245,8 @@ def _train(cfg: FellrecConfig, progress: bool) -> FedResult:
                      **{k: float(v.mean()) for k, v in m.items()}})
     return FedResult(cfg, pd.DataFrame(crow), pd.DataFrame(rows),
                      pd.DataFrame(ledger, columns=["round", "direction", "part", "bytes"]),
-                     time.perf_counter() - t0, data.notes)
+                     time.perf_counter() - t0, data.notes,
+                     {"cpu_seconds": round(time.process_time() - cpu0, 1), "load_avg": round(os.getloadavg()[0], 1)})
 
 
 def _eval_state(cfg, c, glob, states, personal):

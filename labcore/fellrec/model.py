@@ -154,8 +154,21 @@ def lora_names(model: nn.Module, layers=None) -> list[str]:
 
 
 def get_lora(model: nn.Module, layers=None) -> dict[str, torch.Tensor]:
+    return get_state(model, lora_names(model, layers))
+
+
+def tuned_names(model: nn.Module, tune: str = "lora") -> list[str]:
+    """The client-specific parameters R_c: the LoRA adapters, or (tune="full") every base weight."""
+    if tune == "lora":
+        return lora_names(model)
+    if tune == "full":
+        return [n for n, _ in model.named_parameters() if "lora_" not in n]
+    raise ValueError(f"tune={tune!r} is invalid: allowed values are lora, full")
+
+
+def get_state(model: nn.Module, names: list[str]) -> dict[str, torch.Tensor]:
     params = dict(model.named_parameters())
-    return {n: params[n].detach().clone() for n in lora_names(model, layers)}
+    return {n: params[n].detach().clone() for n in names}
 
 
 def set_lora(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
@@ -165,12 +178,13 @@ def set_lora(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
             params[n].copy_(v)
 
 
-def freeze_base(model: nn.Module) -> list[nn.Parameter]:
-    """Only the adapters train; returns them."""
+def freeze_base(model: nn.Module, tune: str = "lora") -> list[nn.Parameter]:
+    """Only the client-specific parameters train (the adapters by default); returns them."""
+    keep = set(tuned_names(model, tune))
     out = []
     for n, p in model.named_parameters():
-        p.requires_grad_("lora_" in n)
-        if "lora_" in n:
+        p.requires_grad_(n in keep)
+        if n in keep:
             out.append(p)
     return out
 
