@@ -328,3 +328,18 @@ def check_protected_lift(answer, summary: pd.DataFrame, encryption: str = "ckks"
     ok = close(answer, lift, abs_=0.1)
     return Feedback(ok, f"lift {lift:.2f} under {encryption}: about 1 is chance, the ciphertexts carry nothing the "
                         "attack can use" if ok else f"{answer} is not it: read the lift of the {encryption} upload row")
+
+
+def check_data_gini(answer, skew: float = 2.0, size: str = "small") -> Feedback:
+    """Lab 01: the Gini coefficient of the clients' data sizes (training interactions per user) at `skew`."""
+    if missing(answer):
+        return todo("a number between 0 and 1 (the Gini coefficient of counts = data.train_counts())")
+    from ..data import load_dataset
+    from ..metrics import gini
+
+    expected = gini(load_dataset("synthetic", size=size, skew=skew).train_counts())
+    ok = close(answer, expected, rel=0.01, abs_=0.005)
+    return Feedback(ok, f"{expected:.3f}: half the mean absolute difference between two clients' data sizes, "
+                        "relative to the mean size" if ok else
+                    f"{answer} is not it: sort the counts, then G = sum_i (2i - n - 1) x_i / (n sum_i x_i) "
+                    "with i = 1..n")
