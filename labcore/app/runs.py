@@ -9,6 +9,10 @@ while the rest of the page (the controls) stays responsive; when the runs are
 done the page reruns once. A changed setting releases the jobs this page no longer
 shows, a closed tab stops touching them, and a job nobody watches stops
 between two rounds (checkpointed, resumed when asked for again).
+
+Wall-clock knobs (bandwidths, tiers, the time model's constants: `wallclock.VIEW_FIELDS`) never train: a page
+asks for `cfg`, the hub trains `training_config(cfg)` (those knobs at their defaults) and `timed` re-times
+its table for `cfg` from the measured bytes, in milliseconds. Cache keys of stored runs are unchanged.
 """
 from __future__ import annotations
 
@@ -80,7 +84,12 @@ def finished(cfg: RunConfig) -> Result | None:
     if base == cfg:
         return None
     res = _finished_exact(base)
-    return None if res is None else timed(res, cfg)
+    if res is None:
+        return None
+    try:
+        return timed(res, cfg)
+    except Exception:  # the dataset cannot be read here: the page reports it when it tries to train
+        return None
 
 
 def train_key(cfg: RunConfig) -> str:
