@@ -26,5 +26,9 @@ st.html("""<style>
   white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
   overflow-wrap: anywhere; }
 [data-testid="stMetricValue"] { font-size: 1.7rem !important; line-height: 1.25; }
+/* At 1280x720 the default 6rem top padding and 2.75rem titles (two lines on most pages) took a quarter of the
+   screen before the first control. */
+[data-testid="stMainBlockContainer"] { padding-top: 2.5rem !important; }
+[data-testid="stMain"] h1 { font-size: 2.2rem !important; padding-top: 0.5rem !important; }
 </style>""")
 navigation().run()

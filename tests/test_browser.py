@@ -139,6 +139,13 @@ def test_stop_halts_the_run_between_rounds_and_resume_continues_it(server, page)
     stopped_round = int(re.search(r"round (\d+) /", at_stop).group(1))
     resume.click()
     page.wait_for_function(f"() => document.body.innerText.includes('resumed at round {stopped_round}')")
+    # A refreshed page is one session: the closed one no longer counts as watching ("2 sessions watching")
+    page.reload()
+    page.wait_for_function("() => /round [0-9]+ \\/ 1000: training/.test(document.body.innerText)")
+    seen = page.locator("[data-testid=stProgress]").first.inner_text()
+    page.wait_for_function("(seen) => { const p = document.querySelector('[data-testid=stProgress]');"
+                           " return p && p.innerText !== seen && /: training/.test(p.innerText); }", arg=seen)
+    assert "sessions watching" not in page.locator("[data-testid=stProgress]").first.inner_text()
     page.get_by_role("button", name="Stop").click()  # leave the server idle for the next test
     page.wait_for_function("() => /: stopped/.test(document.body.innerText)")
 
@@ -301,4 +308,6 @@ def test_no_metric_or_chip_text_is_cut_at_1280x720(server, small_page, name, pat
     if name == "explorer":
         _finished(small_page, 30)
     assert small_page.evaluate(CUT_TEXT) == [], name
+    # no Deploy button or developer menu in a classroom (.streamlit/config.toml: toolbarMode = "minimal")
+    assert small_page.get_by_role("button", name="Deploy").count() == 0, name
     _shot(small_page, f"{name}-1280x720")
