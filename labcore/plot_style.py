@@ -1,7 +1,9 @@
 """The lab's plotly look, for a projector as much as a laptop: larger type, dark ticks, readable minor ticks.
 
-Importing `labcore` registers the template "labcore" and makes "plotly_white+labcore" the default, so every
-figure the lab draws (core plots, topic plots, figure cards) reads from the back row without per-figure settings.
+Importing `labcore` registers the template "labcore", merges it over "plotly_white" once as "labcore_white" and
+makes that the default, so every figure the lab draws (core plots, topic plots, figure cards) reads from the
+back row without per-figure settings. (A "+"-combined default would be merged and validated again for every
+figure: about 100 ms each on a busy laptop.)
 """
 from __future__ import annotations
 
@@ -20,4 +22,5 @@ pio.templates["labcore"] = go.layout.Template(layout=go.Layout(
     annotationdefaults=dict(font=dict(size=16, color=TEXT)),  # subplot titles are annotations
     xaxis=AXIS, yaxis=AXIS,
 ))
-pio.templates.default = "plotly_white+labcore"
+pio.templates["labcore_white"] = pio.templates["plotly_white+labcore"]
+pio.templates.default = "labcore_white"
