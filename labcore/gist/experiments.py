@@ -38,10 +38,14 @@ def train_one(cfg: GistConfig) -> dict:
     hit = cached(cfg)
     if hit is not None:
         return hit
+    import time
+
     from .simulate import run
 
+    t0, c0 = time.perf_counter(), time.process_time()
     res = run(cfg)
     out = {k: 100.0 * v if k in METRICS else v for k, v in res.summary().items()}
+    out["seconds"], out["cpu_seconds"] = time.perf_counter() - t0, time.process_time() - c0  # one thread
     out["curve"] = res.history[["epoch", "val_acc", "test_acc", "train_loss"]].round(5).to_dict("list")
     out["bytes_up_per_subnet"] = res.bytes_per_subnet("up")
     p = _path(cfg)
@@ -77,6 +81,16 @@ def summaries(configs: list[GistConfig], jobs: int = 1, progress: bool = False) 
             print(f"  gist runs: {i + 1}/{len(configs)}", flush=True)
         rows.append({**c.to_dict(), **{k: s[k] for k in METRICS}})
     return pd.DataFrame(rows)
+
+
+def train_seconds(configs: list[GistConfig]) -> dict:
+    """Wall-clock and CPU seconds the configs' cached runs took when trained (runs cached before this was
+    logged are counted apart)."""
+    got = [cached(c) for c in dict.fromkeys(configs)]
+    timed = [g for g in got if g and "seconds" in g]
+    return {"runs_train_s": round(sum(g["seconds"] for g in timed), 1),
+            "runs_train_cpu_s": round(sum(g["cpu_seconds"] for g in timed), 1),
+            "runs_without_time": len(got) - len(timed)}
 
 
 def over_seeds(frame: pd.DataFrame) -> pd.DataFrame:

@@ -30,6 +30,7 @@ def main(argv=None) -> int:
         if configs and cid != "gist-bytes":
             experiments.summaries(configs, jobs=args.jobs, progress=True)  # train what is missing, in parallel
         res = figures.reproduce(cid, args.size)
+        res.meta.update(experiments.train_seconds(configs) if cid != "gist-bytes" else {})
         runtime = time.perf_counter() - t0  # training included (runs cached earlier count as 0)
         cmd = f"python -m labcore.gist.reproduce {cid} --jobs {args.jobs}"
         path = figures.save(res, cmd, runtime_s=runtime) if args.size == "full" else "(smoke: not stored)"
