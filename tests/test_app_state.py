@@ -202,3 +202,26 @@ def test_a_missing_dataset_reads_as_markdown_with_the_raw_download_error_apart(t
     md, details = readable("DatasetNotFoundError: " + raw)
     assert "HTTPSConnectionPool" not in md and details.startswith("ConnectionError: HTTPSConnectionPool")
     assert "Downloading from files.grouplens.org failed: the server's name could not be resolved" in md
+
+
+def test_fair_table_chart_puts_each_paper_diamond_on_its_bar_with_a_legend_entry():
+    import pandas as pd
+
+    from labcore.fair.plots import table_bars
+
+    ours = pd.DataFrame({"capacity": ["-", "1x-2x", "1x-2x", "1x-8x", "1x-8x"],
+                         "method": ["FedAvg", "FAIR-HET", "FedHM", "FAIR-HET", "FedHM"],
+                         "ndcg": [0.27, 0.26, 0.25, 0.24, float("nan")]})
+    paper = pd.DataFrame({"capacity": ["central", "-", "1x-2x", "1x-2x", "1x-8x", "1x-8x"],
+                          "method": ["Central", "FedAvg", "FAIR-HET", "FedHM", "FAIR-HET", "FedHM"],
+                          "ndcg": [0.28, 0.278, 0.276, 0.274, 0.274, float("nan")]})
+    fig = table_bars(ours, paper, "ndcg")
+    bars = {t.name: t for t in fig.data if t.type == "bar"}
+    diamonds = [t for t in fig.data if t.type == "scatter" and t.mode == "markers"]
+    assert len(diamonds) == 1 and diamonds[0].showlegend is not False  # one legend entry for the paper
+    bar_x = {x for t in bars.values() for x in t.x}
+    on_bars = [x for x in diamonds[0].x if x in bar_x]
+    assert len(on_bars) == 4  # FedAvg and the three numbers of 1x-2x / 1x-8x sit on our bars ...
+    assert len(diamonds[0].x) == 5  # ... Central (no bar of ours) stands alone
+    assert bars["FedAvg"].x[0] == 0  # a category's bars are centred on it (FedAvg alone at '-')
+    assert any(t.type == "scatter" and t.mode == "text" and list(t.text) == ["N/A"] for t in fig.data)  # the scheme that cannot run

@@ -82,7 +82,7 @@ def table_bars(ours: pd.DataFrame, paper: pd.DataFrame, metric: str, x: str = "c
         shown = paper.dropna(subset=[metric])
         fig.add_trace(go.Scatter(
             x=[pos[(str(c), str(m))] for c, m in zip(shown[x], shown[color])], y=shown[metric], mode="markers",
-            name="paper", marker=dict(symbol="diamond", color="black", size=11, line=dict(color="white", width=1)),
+            name="the paper", marker=dict(symbol="diamond", color="black", size=11, line=dict(color="white", width=1)),
             customdata=[f"{m} {c}" for c, m in zip(shown[x], shown[color])],
             hovertemplate="%{customdata}: %{y:.4f}<extra>paper</extra>"))
     fig.update_xaxes(tickvals=list(range(len(cats))), ticktext=cats, range=[-0.6, len(cats) - 0.4],
