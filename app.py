@@ -30,5 +30,10 @@ st.html("""<style>
    screen before the first control. */
 [data-testid="stMainBlockContainer"] { padding-top: 2.5rem !important; }
 [data-testid="stMain"] h1 { font-size: 2.2rem !important; padding-top: 0.5rem !important; }
+/* Page names in the navigation wrap instead of ending in "..." ("FL algorithms: drift, fairness, att..."). */
+[data-testid="stSidebarNavLink"] { height: auto !important; min-height: 2rem; }
+[data-testid="stSidebarNavLink"] span[label], [data-testid="stSidebarNavLink"] .stMarkdownEllipsis,
+[data-testid="stSidebarNavLink"] .stMarkdownEllipsis p { white-space: normal !important; overflow: visible !important;
+  text-overflow: clip !important; min-width: 0; line-height: 1.3; }
 </style>""")
 navigation().run()

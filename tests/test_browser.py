@@ -281,7 +281,8 @@ def test_every_control_of_a_topic_page_sticks_and_reaches_the_link(server, page,
 
 # --- readable on a projector ----------------------------------------------------------------------------------
 CUT_TEXT = """() => Array.from(document.querySelectorAll(
-    '[data-testid=stMetric] *, [data-testid=stButtonGroup], [data-testid=stButtonGroup] *, [data-testid=stWidgetLabel] *'))
+    '[data-testid=stMetric] *, [data-testid=stButtonGroup], [data-testid=stButtonGroup] *, [data-testid=stWidgetLabel] *,'
+    + '[data-testid=stSidebarNavLink] *'))
     .filter(e => e.innerText && e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)"""
 
 
