@@ -38,6 +38,20 @@ def split_overhead(reps: int = 20) -> float:
     return (t2 - t1) / (t1 - t0)
 
 
+def run_costs(cid: str) -> dict:
+    """CPU and wall-clock seconds of the card's runs as each was trained (from the run cache)."""
+    import json
+
+    from labcore.fellrec.federated import cache_dir
+
+    metas = [json.loads((cache_dir() / "runs" / c.key() / "meta.json").read_text())
+             for c in cards.CARDS[cid].configs("full")]
+    cpu = [m["cpu_seconds"] for m in metas if m.get("cpu_seconds") is not None]
+    return {"runs_cpu_s": round(sum(cpu), 1), "runs_wall_s": round(sum(m.get("seconds", 0) for m in metas), 1),
+            "runs_cpu_missing": len(metas) - len(cpu),  # trained before runs recorded CPU time
+            "runs_load_avg": sorted({m["load_avg"] for m in metas if "load_avg" in m})}
+
+
 def _train_one(cfg):
     from labcore.fellrec.federated import run
 
@@ -79,7 +93,8 @@ if __name__ == "__main__":
         t0 = time.perf_counter()
         command = f"python benchmarks/fellrec_full_cards.py --jobs {jobs} {cid}"
         res = figures.reproduce(cid, size="full", progress=False)
-        figures.save(res, command=command)
+        res.meta.update(run_costs(cid))
+        figures.save(res, command=command, runtime_s=time.perf_counter() - (total if jobs > 1 else t0))
         ours, ok = res.ours, res.within_tolerance
         print(cid, f"{time.perf_counter() - t0:.0f} s", "within tolerance" if ok else "MISS", flush=True)
         print(ours.to_string(max_rows=20), flush=True)

@@ -220,7 +220,9 @@ register(FigureCard(
     "client counts, one seed", expected="Both fall as clients multiply (each holds less, more diverse data); "
     "FELLRec stays above FedAvg at every count.", columns=("n_clients", "method", "R@10", "imbalance"),
     notes=(SUBSTITUTION, "Clients: KMeans with 5, 10, 20, 50, 100 clusters on the core MF engine's user "
-           "embeddings; one seed per point.", "The paper gives Fig. 6 as bars only (no numbers in the text)."),
+           "embeddings; one seed per point.", "The paper gives Fig. 6 as bars only (no numbers in the text).",
+           "With 50 or 100 clients some clients hold a handful of users and score R@10 = 0, so the imbalance "
+           "(best - worst) / worst is infinite there."),
     paper_ref="Fig. 6 (RecFormer backend, Games)", dataset=DATASET))
 
 
