@@ -3,7 +3,8 @@
     config.py       FellrecConfig: the typed, validated config of one experiment (and its cache key)
     data.py         ML-100K titles / Amazon games ids / synthetic; chronological 8:1:1 splits; BPE item text
     clients.py      clients from KMeans on the core MF engine's user embeddings, or Dirichlet(c)
-    model.py        the recommender: a small decoder-only transformer with LoRA on attention (nanoGPT style)
+    model.py        the recommender: a small decoder-only transformer with LoRA on attention (nanoGPT style);
+                    the client-specific parameters: the adapters, or every weight (tune="full")
     offload.py      flexible storage: the device keeps layers 1..k and N, the server k+1..N-1; split passes
     aggregate.py    eqs. (1)-(4): cosine-similarity personalized aggregation, curriculum heating; FedAvg
     federated.py    foundation pre-training, FedAvg / FedProx / Ditto / FELLRec / centralized runs (cached)
@@ -12,6 +13,6 @@
     costs.py        device memory, bytes and seconds against k beside Table 3's formulas (Fig. 4)
     experiments.py  the runs behind the cards at smoke and full size
     paper.py        the paper's numbers
-    cards.py        figure cards (Tables 1, 4, 6; Figs. 3, 4, 5, 7)
+    cards.py        figure cards (Tables 1, 4, 6; Figs. 3, 4, 5, 6, 7)
     plots.py        plotly figures;  page.py  the app page;  exercises.py  the notebook's checks
 """
