@@ -54,6 +54,7 @@ def full_run(spec: dict) -> dict:
     from labcore.fed.engine import Simulation, load_data, train_rounds
 
     cfg = labcore.paper_ml1m(dataset=spec["dataset"], method=spec["method"], rank=spec["rank"])
+    cfg = cfg.replace(rounds=spec.get("full_rounds") or cfg.rounds)
     data = load_data(cfg)
     t0, c0 = time.perf_counter(), time.process_time()
     res = train_rounds(Simulation(cfg, data, layout=spec["layout"]), None)
@@ -80,6 +81,8 @@ def main() -> None:
     ap.add_argument("--layouts", default="rows,dense", help="which implementations to time (rows = now, dense = "
                                                              "before)")
     ap.add_argument("--full", action="store_true", help="time the 1000-round paper runs instead (row layout)")
+    ap.add_argument("--full-rounds", type=int, default=0,
+                    help="with --full: train this many rounds instead of the paper's 1000 (a loaded machine)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -93,9 +96,10 @@ def main() -> None:
     for method in a.methods.split(","):
         spec = dict(dataset=a.dataset, method=method, rank=a.rank, clients=a.clients, rounds=a.rounds)
         if a.full:
-            new, old = spawn({**spec, "full": True, "layout": "rows"}), spawn({**spec, "full": True, "layout": "dense"})
-            print(f"\n{new.get('describe', method)} on {a.dataset}: 1000 rounds, 60 clients, eval every 100, "
-                  f"effective rank every 10")
+            spec.update(full=True, full_rounds=a.full_rounds)
+            new, old = spawn({**spec, "layout": "rows"}), spawn({**spec, "layout": "dense"})
+            print(f"\n{new.get('describe', method)} on {a.dataset}: {a.full_rounds or 1000} rounds, 60 clients, "
+                  f"eval every 100, effective rank every 10")
             for name, r in (("rows (now)", new), ("dense (before)", old)):
                 print(f"  {name:15s} " + (f"{r['wall_s']:7.1f} s wall, {r['cpu_s']:7.1f} s CPU, HR@10 {r['hr']:.4f}, "
                                           f"peak {r['peak_gb']:.2f} GB" if "wall_s" in r else str(r)))
