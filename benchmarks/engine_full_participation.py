@@ -80,7 +80,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2, help="timed rounds after one warm-up round")
     ap.add_argument("--layouts", default="rows,dense", help="which implementations to time (rows = now, dense = "
                                                              "before)")
-    ap.add_argument("--full", action="store_true", help="time the 1000-round paper runs instead (row layout)")
+    ap.add_argument("--full", action="store_true", help="time the 1000-round paper runs instead (both layouts)")
     ap.add_argument("--full-rounds", type=int, default=0,
                     help="with --full: train this many rounds instead of the paper's 1000 (a loaded machine)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
