@@ -88,8 +88,8 @@ def train_seconds(configs: list[GistConfig]) -> dict:
     logged are counted apart)."""
     got = [cached(c) for c in dict.fromkeys(configs)]
     timed = [g for g in got if g and "seconds" in g]
-    return {"runs_train_s": round(sum(g["seconds"] for g in timed), 1),
-            "runs_train_cpu_s": round(sum(g["cpu_seconds"] for g in timed), 1),
+    return {"runs_train_s": round(sum(g["seconds"] for g in timed), 1) if timed else None,
+            "runs_train_cpu_s": round(sum(g["cpu_seconds"] for g in timed), 1) if timed else None,
             "runs_without_time": len(got) - len(timed)}
 
 
