@@ -44,3 +44,16 @@ def test_re_timing_refuses_configs_that_train_differently(tiny):
     base = RunConfig(dim=8, rounds=1, clients_per_round=10, rank_every=0)
     with pytest.raises(ValueError, match="wall-clock"):
         recompute(_table(base, tiny), base, base.replace(rank=2), tiny.train_counts())
+
+
+def test_re_timing_accepts_fields_the_cache_key_ignores(tiny):
+    # a channel budget over an unquantized link trains the same run (same key): the hub hands back the run
+    # stored with budget 0, and re-timing it for budget 3 plus other links must work
+    base = RunConfig(dim=8, rounds=1, clients_per_round=10, rank_every=0)
+    view = base.replace(down_link_budget=3, bw_up=3.0, bandwidth_tiers=STRAGGLER)
+    assert training_config(view).key() == base.key()
+    table = recompute(_table(base, tiny), base, view, tiny.train_counts())
+    assert len(table) == 1
+    with pytest.raises(ValueError, match="wall-clock"):  # with quantized downloads the budget does train differently
+        q = base.replace(down_bits=4)
+        recompute(_table(q, tiny), q, q.replace(down_link_budget=3), tiny.train_counts())

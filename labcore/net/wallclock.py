@@ -77,8 +77,12 @@ def training_config(cfg):
 
 
 def same_training(a, b) -> bool:
-    """Do two configs train the same run (they differ at most in wall-clock knobs)?"""
-    return training_config(a) == training_config(b)
+    """Do two configs train the same run (they differ at most in wall-clock knobs)?
+
+    Compared by cache key, as the hub and the disk cache find runs: fields that cannot change the numbers
+    (a channel budget over an unquantized link, unused encryption settings, bookkeeping) may differ.
+    """
+    return training_config(a).key() == training_config(b).key()
 
 
 def _tiers(cfg, n_users: int) -> np.ndarray:
