@@ -387,3 +387,36 @@ def test_downloaded_tables_have_human_column_names_with_units():
     assert table_csv(t).decode().splitlines()[0].startswith("round,HR@10,upload per client (KB)")
     html = chart_html(round_breakdown(Result(RunConfig(), t, pd.DataFrame())), "x").decode()
     assert '<script src="http' not in html and "Plotly.newPlot" in html and len(html) > 1_000_000  # plotly.js inside
+
+
+# --------------------------------------------------------------------------- missing data, Stop
+
+
+def _without_pinterest(tmp_path, monkeypatch):
+    """Every folder the loader searches is empty (Pinterest has no download: nothing touches the network)."""
+    monkeypatch.setenv("LABCORE_DATA", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("labcore.data.locations.data_home", lambda: tmp_path / "nowhere")
+
+
+@pytest.mark.parametrize("page", ["explorer", "compare", "encryption"])
+def test_a_missing_dataset_is_reported_once_and_nothing_runs(tmp_path, monkeypatch, page):
+    _without_pinterest(tmp_path, monkeypatch)
+    at = app({**TINY, "dataset": "pinterest", "_values": "2,4,8"}, page=None if page == "explorer" else page)
+    assert len(at.error) == 1, [e.value for e in at.error]  # not once per run, nor again in the run's status
+    assert at.error[0].value.startswith("**pinterest**: no data files found.")
+    assert not at.get("progress") and not at.get("plotly_chart")  # no run started
+    assert not [b.key for b in at.button if b.key.startswith(("explorer.stop", "explorer.resume"))]
+
+
+def test_stop_is_drawn_only_while_the_run_trains(monkeypatch):
+    at = app({**TINY, "rounds": "2"})  # finished: nothing to stop
+    assert "finished" in at.get("progress")[0].proto.text
+    assert not [b.key for b in at.button if b.key.startswith("explorer.stop")]
+    monkeypatch.setenv("LABCORE_APP_STREAM", "fragment")  # as with a browser: the page does not wait for the run
+    at = app({**TINY, "rounds": "3000", "eval_every": "1000", "rank_every": "0", "seed": "7"})
+    assert "training" in at.get("progress")[0].proto.text
+    at.button(key="explorer.stop").click().run()
+    assert not at.exception
+    assert "stopped" in at.get("progress")[0].proto.text and at.button(key="explorer.resume")
+    assert not [b.key for b in at.button if b.key.startswith("explorer.stop")]

@@ -6,7 +6,7 @@ import streamlit as st
 
 from labcore import plots
 from labcore.net.wallclock import table2
-from labcore.app import controls, downloads, runs, sweeps
+from labcore.app import controls, downloads, notices, runs, sweeps
 from labcore.app.state import COMPARE as SPEC
 from labcore.app.state import Y_METRICS
 
@@ -44,6 +44,13 @@ def render() -> None:
     if not plan:
         st.warning("Nothing to compare: pick at least one value.")
         return
+    for data_cfg in {(p.cfg.dataset, p.cfg.data_seed, p.cfg.synthetic_size, p.cfg.data_skew): p.cfg
+                     for p in plan}.values():  # every dataset the runs need, checked once before any starts
+        try:
+            runs.dataset(data_cfg)
+        except Exception as e:
+            notices.error(e)
+            return
     st.caption(f"{len(plan)} runs on {cfg.dataset}, {cfg.rounds} rounds, {cfg.clients_per_round} clients per round, "
                f"seed {cfg.seed}. Finished runs are cached: revisiting a comparison is instant.")
 
@@ -54,9 +61,12 @@ def render() -> None:
         st.progress(min(1.0, rounds / (len(plan) * cfg.rounds)),
                     text=f"{n_done} of {len(plan)} runs finished ({rounds} of {len(plan) * cfg.rounds} rounds)"
                     + (f"; {n_queued} waiting for a training slot" if n_queued else ""))
+        failed: dict[str, list[str]] = {}  # the same error of several runs is shown once, naming them all
         for p, v in zip(plan, views):
             if v.error:
-                st.error(f"{p.label}: {v.error}")
+                failed.setdefault(v.error, []).append(p.label)
+        for error, labels in failed.items():
+            notices.error(error, prefix=", ".join(labels) + ":")
 
     def charts(views, final, key):
         ready = [(p, v) for p, v in zip(plan, views) if v.result is not None and len(v.result.table)]

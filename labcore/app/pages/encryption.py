@@ -7,7 +7,7 @@ import streamlit as st
 from labcore import plots
 from labcore.config import ConfigError
 from labcore.methods.compress import topk_count
-from labcore.app import controls, runs
+from labcore.app import controls, notices, runs
 from labcore.app.state import ENCRYPTION as SPEC
 
 SWEEP_RANKS = (1, 2, 4, 8, 16, 32, 64)
@@ -52,7 +52,7 @@ def render() -> None:
     try:
         data = runs.dataset(cfg)
     except Exception as e:
-        st.error(f"{type(e).__name__}: {e}")
+        notices.error(e)
         return
     N, d = data.n_items, cfg.dim
     tab_cost, tab_attack = st.tabs(["CKKS cost explorer", "Attack: what a curious server learns"])

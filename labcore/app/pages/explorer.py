@@ -6,7 +6,7 @@ import math
 import streamlit as st
 
 from labcore import plots
-from labcore.app import analytic, controls, downloads, runs
+from labcore.app import analytic, controls, downloads, notices, runs
 from labcore.app.state import EXPLORER as SPEC
 from labcore.app.state import Y_METRICS
 from labcore.metrics import client_data_summary
@@ -36,8 +36,13 @@ def render() -> None:
     controls.share_box(SPEC, query)
     if cfg is None:
         return
+    try:  # once, before anything that needs it: a missing dataset is reported once and nothing runs
+        data = runs.dataset(cfg)
+    except Exception as e:
+        notices.error(e)
+        return
     if "data_skew" in vs.slots:
-        _data_sizes(cfg, vs.slots["data_skew"])
+        _data_sizes(data, cfg, vs.slots["data_skew"])
     top[0].markdown(f"**{cfg.describe()}** on {cfg.dataset}"
                     + (f" ({cfg.synthetic_size})" if cfg.dataset == "synthetic" else "")
                     + (f", data skew {cfg.data_skew:g}" if cfg.data_skew != 1.0 else "")
@@ -45,25 +50,23 @@ def render() -> None:
 
     stopped = st.session_state.setdefault("_lab_stopped", set())
     key = runs.train_key(cfg)  # bandwidths and tiers re-time a run, they never retrain it
-    done = runs.finished(cfg) is not None
-    if not done:
-        if key in stopped:
-            if st.button("Resume", key="explorer.resume", type="primary",
-                         help="continue from the last round (the run was checkpointed)"):
-                stopped.discard(key)
-                st.rerun()
-        elif st.button("Stop", key="explorer.stop", help="stop between two rounds; Resume continues"):
-            runs.stop(cfg)
-            stopped.add(key)
+    if key in stopped and runs.finished(cfg) is None:
+        if st.button("Resume", key="explorer.resume", type="primary",
+                     help="continue from the last round (the run was checkpointed)"):
+            stopped.discard(key)
             st.rerun()
 
-    _payload_preview(cfg)
+    _payload_preview(cfg, data)
 
     def status(views, final, key):
         v = views[0]
         if v.error:
-            st.error(v.error)
+            notices.error(v.error)
             return
+        if not v.done and st.button("Stop", key=key("stop"), help="stop between two rounds; Resume continues"):
+            runs.stop(cfg)  # drawn here, so only while the run trains
+            stopped.add(runs.train_key(cfg))
+            st.rerun()
         res = v.result
         if v.queued is not None:
             st.info(f"Waiting for a free training slot on this server: {v.queued} run(s) ahead of this one. "
@@ -160,17 +163,13 @@ def _start_here() -> None:
               "(middle panel) and the share of communication in the round time (bottom right). Bandwidths and "
               "tiers re-time a finished run instantly; every other knob trains a new run (cached once done).",
               icon=":material/school:")
-    c[1].button("Reset to defaults", key="explorer.reset", on_click=controls.reset, args=(SPEC,),
+    c[1].button("Reset", key="explorer.reset", on_click=controls.reset, args=(SPEC,),
                 help="every control back to the Explorer's defaults (the link is cleared too)",
                 icon=":material/restart_alt:")
 
 
-def _data_sizes(cfg, where) -> None:
+def _data_sizes(data, cfg, where) -> None:
     """Measured next to the data-skew knob: how unequally the clients hold this dataset's training data."""
-    try:
-        data = runs.dataset(cfg)
-    except Exception:  # the payload preview reports why the dataset cannot be loaded
-        return
     s = client_data_summary(data)
     if cfg.dataset != "synthetic":
         where.caption(f"Data skew: {cfg.dataset} has its own, fixed data sizes per client (the knob applies "
@@ -184,13 +183,8 @@ def _data_sizes(cfg, where) -> None:
                   "clients)")
 
 
-def _payload_preview(cfg) -> None:
+def _payload_preview(cfg, data) -> None:
     """Instant: message sizes for this config before (and while) it trains."""
-    try:
-        data = runs.dataset(cfg)
-    except Exception as e:
-        st.error(f"{type(e).__name__}: {e}")
-        return
     s = analytic.payload_summary(cfg, data.n_items)
     up, up_note = s["up_client"], f"({s['up_ratio']:.1%} of FedMF at d={cfg.dim})"
     down = f"broadcast {_fmt_bytes(s['down_client'])}, {_fmt_bytes(s['round_total'])} per round"
