@@ -420,3 +420,10 @@ def test_stop_is_drawn_only_while_the_run_trains(monkeypatch):
     assert not at.exception
     assert "stopped" in at.get("progress")[0].proto.text and at.button(key="explorer.resume")
     assert not [b.key for b in at.button if b.key.startswith("explorer.stop")]
+
+
+def test_compare_shows_the_same_error_of_every_run_once():
+    at = app({**TINY, "clients_per_round": "60", "_values": "2,4,8"}, page="compare")  # tiny has 50 users
+    assert len(at.error) == 1, [e.value for e in at.error]
+    n = int(next(c.value for c in at.caption if " runs on synthetic" in c.value).split()[0])
+    assert n > 3 and at.error[0].value.startswith(f"**All {n} runs:** **clients_per_round=60 is invalid**")

@@ -66,7 +66,8 @@ def render() -> None:
             if v.error:
                 failed.setdefault(v.error, []).append(p.label)
         for error, labels in failed.items():
-            notices.error(error, prefix=", ".join(labels) + ":")
+            notices.error(error, prefix=(f"All {len(plan)} runs" if len(labels) == len(plan) > 1
+                                         else ", ".join(labels)) + ":")
 
     def charts(views, final, key):
         ready = [(p, v) for p, v in zip(plan, views) if v.result is not None and len(v.result.table)]

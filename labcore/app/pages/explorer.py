@@ -36,6 +36,10 @@ def render() -> None:
     controls.share_box(SPEC, query)
     if cfg is None:
         return
+    top[0].markdown(f"**{cfg.describe()}** on {cfg.dataset}"
+                    + (f" ({cfg.synthetic_size})" if cfg.dataset == "synthetic" else "")
+                    + (f", data skew {cfg.data_skew:g}" if cfg.data_skew != 1.0 else "")
+                    + f", d={cfg.dim}, {cfg.clients_per_round} clients per round, {cfg.rounds} rounds, seed {cfg.seed}")
     try:  # once, before anything that needs it: a missing dataset is reported once and nothing runs
         data = runs.dataset(cfg)
     except Exception as e:
@@ -43,10 +47,6 @@ def render() -> None:
         return
     if "data_skew" in vs.slots:
         _data_sizes(data, cfg, vs.slots["data_skew"])
-    top[0].markdown(f"**{cfg.describe()}** on {cfg.dataset}"
-                    + (f" ({cfg.synthetic_size})" if cfg.dataset == "synthetic" else "")
-                    + (f", data skew {cfg.data_skew:g}" if cfg.data_skew != 1.0 else "")
-                    + f", d={cfg.dim}, {cfg.clients_per_round} clients per round, {cfg.rounds} rounds, seed {cfg.seed}")
 
     stopped = st.session_state.setdefault("_lab_stopped", set())
     key = runs.train_key(cfg)  # bandwidths and tiers re-time a run, they never retrain it
