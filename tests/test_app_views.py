@@ -33,3 +33,13 @@ def test_round_time_gives_communication_its_own_axis_and_its_share():
     assert comm.yaxis != next(d for d in fig.data if d.name == "computation").yaxis
     assert np.allclose(comm.y, 0.03)
     assert any("communication" in a.text and "(0.3%)" in a.text for a in fig.layout.annotations)
+
+
+def test_card_tables_get_readable_column_names_without_relabelling_units():
+    import pandas as pd
+
+    from labcore.app.downloads import human_columns
+
+    t = human_columns(pd.DataFrame({"hr": [0.5], "up_kb": [1.0], "round_best": [3], "bytes_up": [2048], "wall_s": [1.5]}))
+    assert list(t.columns) == ["HR@10", "up (KB)", "round best", "bytes up", "wall (s)"]
+    assert t.iloc[0].tolist() == [0.5, 1.0, 3, 2048, 1.5]  # values untouched: raw bytes are not called KB

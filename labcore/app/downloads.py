@@ -47,6 +47,29 @@ def human_table(table: pd.DataFrame, drop_empty: bool = True) -> pd.DataFrame:
     return out
 
 
+UNIT_SUFFIXES = (("_kb", " (KB)"), ("_mb", " (MB)"), ("_gb", " (GB)"), ("_bytes", " (bytes)"), ("_min", " (min)"),
+                 ("_ms", " (ms)"), ("_s", " (s)"), ("_pct", " (%)"))
+
+
+def human_name(col: str) -> str:
+    """A column name a reader understands: the engine's names from COLUMNS, otherwise words and a unit
+    ("up_kb" -> "up (KB)", "round_best" -> "round best")."""
+    if col in COLUMNS and COLUMNS[col][1] == 1:  # (values are not rescaled here: no KB label on bytes)
+        return COLUMNS[col][0]
+    if not isinstance(col, str) or " " in col:
+        return col
+    for suffix, unit in UNIT_SUFFIXES:
+        if col.endswith(suffix) and len(col) > len(suffix):
+            return col[: -len(suffix)].replace("_", " ") + unit
+    return col.replace("_", " ")
+
+
+def human_columns(table: pd.DataFrame) -> pd.DataFrame:
+    """Any results table with readable column names (values untouched), e.g. a card's own numbers."""
+    names = [human_name(c) for c in table.columns]
+    return table.set_axis(names, axis=1) if len(set(names)) == len(names) else table
+
+
 def table_csv(table: pd.DataFrame) -> bytes:
     return human_table(table).to_csv(index=False).encode()
 

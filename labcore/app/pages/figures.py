@@ -11,6 +11,7 @@ import streamlit as st
 
 from labcore.fed.engine import default_cache_dir
 from labcore.app import controls, notices, presets
+from labcore.app.downloads import human_columns
 from labcore.app.state import FIGURES as SPEC
 
 SIZES = {"stored": "stored full-size result", "smoke": "smoke run here (seconds, synthetic)"}
@@ -104,9 +105,9 @@ def render() -> None:
     for n in card.notes:
         st.caption(f"Note: {n}")
     with st.expander("Our numbers"):
-        st.dataframe(res.ours, hide_index=True, width="stretch")
+        st.dataframe(human_columns(res.ours), hide_index=True, width="stretch")
     with st.expander("The paper's numbers" + (f" ({card.paper_ref})" if card.paper_ref else "")):
-        st.dataframe(res.paper, hide_index=True, width="stretch")
+        st.dataframe(human_columns(res.paper), hide_index=True, width="stretch")
     if res.meta:
         with st.expander("How this was computed"):
             st.json(res.meta, expanded=False)
