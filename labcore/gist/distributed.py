@@ -87,6 +87,7 @@ def _worker(rank: int, cfg: GistConfig, port: int, rounds: int | None, evaluate:
         if rank == 0:
             torch.save({"rows": rows, "ledger": ledger.rows, "params": params, "parts": parts,
                         "everyone": everyone}, Path(out) / "result.pt")
+        dist.barrier()  # leave together: a worker tearing gloo down while a peer still writes can abort (SIGABRT)
     finally:
         dist.destroy_process_group()
 
