@@ -112,13 +112,18 @@ def timed(res: Result | None, cfg: RunConfig) -> Result | None:
     if hit is None:
         table = recompute(res.table, res.config, cfg, dataset(cfg).train_counts())
         hit = Result(cfg, table, res.ledger, res.notes, res.complete, res.cached)
-        memo[key] = hit
-        while len(memo) > 128:  # drop the oldest
-            try:
-                memo.pop(next(iter(memo)), None)
-            except (RuntimeError, StopIteration):  # another session changed it meanwhile
-                break
+        _remember(memo, key, hit, 128)
     return hit
+
+
+def _remember(memo: dict, key, value, most: int) -> None:
+    """Keep `value` under `key`, dropping the oldest entries beyond `most` (sessions share the memo)."""
+    memo[key] = value
+    while len(memo) > most:
+        try:
+            memo.pop(next(iter(memo)), None)
+        except (RuntimeError, StopIteration):  # another session changed it meanwhile
+            break
 
 
 def session_id() -> str:
@@ -200,12 +205,7 @@ def figure(name: str, ident, progress, make):
     hit = memo.get(key)
     if hit is None or hit[0] != progress:
         hit = (progress, make())
-        memo[key] = hit
-        if len(memo) > 256:  # drop the oldest
-            try:
-                memo.pop(next(iter(memo)), None)
-            except (RuntimeError, StopIteration):  # another session changed it meanwhile
-                pass
+        _remember(memo, key, hit, 256)
     return hit[1]
 
 
