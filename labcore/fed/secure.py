@@ -96,6 +96,56 @@ def _pack(cts: list[bytes]) -> bytes:
     return b"".join(len(c).to_bytes(LEN_PREFIX, "little") + c for c in cts)
 
 
+def unpack(blob: bytes) -> list[bytes]:
+    """The ciphertexts of a packed part (the inverse of `_pack`)."""
+    out, i = [], 0
+    while i < len(blob):
+        n = int.from_bytes(blob[i: i + LEN_PREFIX], "little")
+        out.append(blob[i + LEN_PREFIX: i + LEN_PREFIX + n])
+        i += LEN_PREFIX + n
+    return out
+
+
+def part_members(part: str, names) -> list[str]:
+    """The segments that travel in `part` (SCoLR's columns "A:j" travel in part "A")."""
+    return [x for x in names if x == part or x.startswith(part + ":")]
+
+
+def segments(cfg: RunConfig, scheme: str, decoded: torch.Tensor, touched: torch.Tensor, setup
+             ) -> list[dict[str, np.ndarray]]:
+    """Per client: {segment name: float64 vector} it protects. Segments with the same name are summed together."""
+    X = decoded.detach()
+    agg_name = AGGREGATE_PARTS[cfg.method][0]
+    per_column = scheme == "ckks" and cfg.method == "scolr"
+    out = []
+    for m in range(X.shape[0]):
+        if per_column:  # S_u^T A_u column by column: only the trained columns travel
+            order, r_u = setup.extra["order"][m], int(setup.extra["ranks"][m])
+            seg = {f"A:{int(j)}": X[m, :, int(j)].double().numpy() for j in sorted(order[:r_u].tolist())}
+        else:
+            seg = {agg_name: X[m].reshape(-1).double().numpy()}
+        if cfg.aggregation == "item_mean":
+            seg["item_mask"] = touched[m].numpy().astype(np.float64)
+        out.append(seg)
+    return out
+
+
+def assemble(cfg: RunConfig, n_items: int, sums: dict[str, np.ndarray], M: int, k: int) -> torch.Tensor:
+    """Turn the decrypted per-segment sums into the (N, k) aggregate the method expects."""
+    agg_name = AGGREGATE_PARTS[cfg.method][0]
+    if agg_name in sums:
+        S = sums[agg_name].reshape(n_items, k)
+    else:  # SCoLR columns
+        S = np.zeros((n_items, k))
+        for name, v in sums.items():
+            if name.startswith("A:"):
+                S[:, int(name[2:])] = v
+    if cfg.aggregation == "item_mean":  # weights were 1/M: S = sum / M, bitmap sum / M
+        counts = np.rint(sums["item_mask"] * M)
+        S = S * M / np.maximum(counts, 1.0)[:, None]
+    return torch.from_numpy(S.astype(np.float32))
+
+
 def _record(ledger: Ledger, t: int, direction: str, name: str, kind: str, payload: np.ndarray,
             receivers: int = 1) -> np.ndarray:
     """Ledger rows for a bytes part whose payload sizes are known per message (real or scaled).
@@ -177,37 +227,10 @@ class SecureMod:
 
     # --- what each client protects -----------------------------------------
     def _segments(self, decoded: torch.Tensor, touched: torch.Tensor, setup) -> list[dict[str, np.ndarray]]:
-        """Per client: {segment name: float64 vector}. Segments with the same name are summed together."""
-        M = decoded.shape[0]
-        X = decoded.detach()
-        item_mean = self.cfg.aggregation == "item_mean"
-        per_column = self.scheme == "ckks" and self.cfg.method == "scolr"
-        out = []
-        for m in range(M):
-            if per_column:  # S_u^T A_u column by column: only the trained columns travel
-                order, r_u = setup.extra["order"][m], int(setup.extra["ranks"][m])
-                seg = {f"A:{int(j)}": X[m, :, int(j)].double().numpy() for j in sorted(order[:r_u].tolist())}
-            else:
-                seg = {self.agg_name: X[m].reshape(-1).double().numpy()}
-            if item_mean:
-                seg["item_mask"] = touched[m].numpy().astype(np.float64)
-            out.append(seg)
-        return out
+        return segments(self.cfg, self.scheme, decoded, touched, setup)
 
     def _assemble(self, sums: dict[str, np.ndarray], M: int, k: int) -> torch.Tensor:
-        """Turn the decrypted per-segment sums into the (N, k) aggregate the method expects."""
-        N = self.n_items
-        if self.agg_name in sums:
-            S = sums[self.agg_name].reshape(N, k)
-        else:  # SCoLR columns
-            S = np.zeros((N, k))
-            for name, v in sums.items():
-                if name.startswith("A:"):
-                    S[:, int(name[2:])] = v
-        if self.cfg.aggregation == "item_mean":  # weights were 1/M: S = sum / M, bitmap sum / M
-            counts = np.rint(sums["item_mask"] * M)
-            S = S * M / np.maximum(counts, 1.0)[:, None]
-        return torch.from_numpy(S.astype(np.float32))
+        return assemble(self.cfg, self.n_items, sums, M, k)
 
     @staticmethod
     def _plain_sums(segs, w, members) -> dict[str, np.ndarray]:
@@ -262,14 +285,11 @@ class SecureMod:
         # bytes: real ones measured, the others = their ciphertext count x the measured mean
         parts = [self.agg_name] + (["item_mask"] if "item_mask" in names else [])
 
-        def members(part, seg_names):  # SCoLR's columns "A:j" travel in part "A"
-            return [x for x in seg_names if x == part or x.startswith(part + ":")]
-
         up_parts = {}
         for n in parts:
             sizes = np.zeros(M, np.int64)
             for m in range(M):
-                mine = members(n, segs[m])
+                mine = part_members(n, segs[m])
                 if m in cts:
                     sizes[m] = _measured(n, "ciphertext", _pack([c for x in mine for c in cts[m][x]]))
                 else:
@@ -287,7 +307,7 @@ class SecureMod:
         per_agg_bytes = float(np.mean(agg_ct_bytes))
         down = []
         for n in up_parts:
-            mine = members(n, names)
+            mine = part_members(n, names)
             real_blob = _pack([c for x in mine if x in agg_cts for c in agg_cts[x]])
             missing = sum(p.n_ciphertexts(next(s[x].size for s in segs if x in s)) for x in mine if x not in agg_cts)
             down.append((n, "ciphertext", _measured(n, "ciphertext", real_blob)

@@ -30,7 +30,8 @@ import numpy as np
 import torch
 
 from ..config import RunConfig
-from ..fed.secure import AGGREGATE_PARTS, LEN_PREFIX, SecureMod, _measured, _pack, _record
+from ..fed.secure import (AGGREGATE_PARTS, _measured, _pack, _record, assemble, part_members, segments,
+                          unpack)
 from ..methods.base import FLOAT_KINDS, Wire
 from ..net.ledger import Ledger
 
@@ -85,25 +86,8 @@ def server_context(cfg: RunConfig, folder: str):
     return _context(str(folder), PUBLIC, params_of(cfg))
 
 
-def _layout(cfg: RunConfig, n_items: int) -> SecureMod:
-    """The engine's CKKS segment layout (`_segments` / `_assemble`) without generating keys of its own."""
-    mod = SecureMod.__new__(SecureMod)
-    mod.cfg, mod.n_items, mod.scheme, mod.keep_view = cfg, n_items, "ckks", False
-    mod.agg_name = AGGREGATE_PARTS[cfg.method][0]
-    return mod
-
-
-def _unpack(blob: bytes) -> list[bytes]:
-    out, i = [], 0
-    while i < len(blob):
-        n = int.from_bytes(blob[i: i + LEN_PREFIX], "little")
-        out.append(blob[i + LEN_PREFIX: i + LEN_PREFIX + n])
-        i += LEN_PREFIX + n
-    return out
-
-
 # --- node ------------------------------------------------------------------------------------------
-def encrypt_users(cfg: RunConfig, n_items: int, keys: str, method, local, up: list[Wire], setup
+def encrypt_users(cfg: RunConfig, keys: str, method, local, up: list[Wire], setup
                   ) -> tuple[list[dict[str, bytes]], int, dict[str, int]]:
     """Per sampled user of this node: {segment name: packed ciphertext bytes}; the aggregate's width k and
     each segment's number of values (what a node needs to decrypt the broadcast)."""
@@ -114,7 +98,7 @@ def encrypt_users(cfg: RunConfig, n_items: int, keys: str, method, local, up: li
     decoded = method.decode_uplink({w.name: w for w in up}, setup)
     if isinstance(decoded, RowUpdate):
         decoded = decoded.dense()
-    segs = _layout(cfg, n_items)._segments(decoded, local.touched_dense(), setup)
+    segs = segments(cfg, "ckks", decoded, local.touched_dense(), setup)
     limit = ctx.params.max_abs_value
     out, sizes = [], {}
     for s in segs:
@@ -138,8 +122,8 @@ def decrypt_broadcast(cfg: RunConfig, n_items: int, keys: str, blobs: dict[str, 
     from ..privacy.ckks import decrypt_aggregate
 
     ctx = node_context(cfg, keys)
-    sums = {n: decrypt_aggregate(ctx, _unpack(b), sizes[n]) for n, b in blobs.items()}
-    return _layout(cfg, n_items)._assemble(sums, cohort_size, k)
+    sums = {n: decrypt_aggregate(ctx, unpack(b), sizes[n]) for n, b in blobs.items()}
+    return assemble(cfg, n_items, sums, cohort_size, k)
 
 
 # --- server ----------------------------------------------------------------------------------------
@@ -158,12 +142,9 @@ def aggregate_users(cfg: RunConfig, keys: str, t: int, users_cts: list[dict[str,
     agg_name = AGGREGATE_PARTS[cfg.method][0]
     parts = [agg_name] + (["item_mask"] if cfg.aggregation == "item_mean" else [])
 
-    def members(part, names):  # SCoLR's columns "A:j" travel in part "A"
-        return [x for x in names if x == part or x.startswith(part + ":")]
-
     up_bytes = ledger.record(t, "up", clear) if clear else np.zeros(M, np.int64)
     for part in parts:
-        sizes = np.array([_measured(part, "ciphertext", b"".join(u[x] for x in members(part, sorted(u))))
+        sizes = np.array([_measured(part, "ciphertext", b"".join(u[x] for x in part_members(part, sorted(u))))
                           for u in users_cts], dtype=np.int64)
         up_bytes = up_bytes + _record(ledger, t, "up", part, "ciphertext", sizes)
     t0 = time.perf_counter()
@@ -171,11 +152,11 @@ def aggregate_users(cfg: RunConfig, keys: str, t: int, users_cts: list[dict[str,
     out = {}
     for n in names:
         who = [m for m in range(M) if n in users_cts[m]]
-        out[n] = _pack(ckks_aggregate([_unpack(users_cts[m][n]) for m in who], w[who], ctx))
+        out[n] = _pack(ckks_aggregate([unpack(users_cts[m][n]) for m in who], w[who], ctx))
     server_s = time.perf_counter() - t0
     down = np.zeros(1, np.int64)
     for part in parts:
-        blob = b"".join(out[x] for x in members(part, names))
+        blob = b"".join(out[x] for x in part_members(part, names))
         down = down + _record(ledger, t, "down", part, "ciphertext", np.array([_measured(part, "ciphertext", blob)]),
                               receivers=M)
     return out, {"bytes_up": int(up_bytes.sum()), "bytes_down": int(down.sum()) * M, "bytes_up_client": up_bytes,

@@ -244,7 +244,7 @@ class NodeWork:
         if cfg.encryption == "ckks":  # per user: its segments' ciphertexts; SCoLR's S_u in clear
             from .encrypted import clear_parts, encrypt_users
 
-            cts, k, sizes = encrypt_users(cfg, data.n_items, self.keys, self.method, local, up, setup)
+            cts, k, sizes = encrypt_users(cfg, self.keys, self.method, local, up, setup)
             meta = {"n_pos": plan.n_pos.astype(np.int64), "loss_sum": float(local.loss_sum),
                     "n_samples": int(local.n_samples), "parts": {}, "ciphertexts": cts, "k": k, "sizes": sizes}
             return clear_parts(up), meta
