@@ -148,8 +148,8 @@ def _client_train(spec: Spec, msg: Message, context: Context) -> Message:
     sent, meta = node.train(int(cfg_rec["round"]), int(cfg_rec["seed"]), users)
     _save_node(node, context)
     content = RecordDict({f"up.{int(u)}": _wire_record(sent, m) for m, u in enumerate(users)})
-    for m, u in enumerate(users):  # CKKS: each user's ciphertexts, as bytes
-        if "ciphertexts" in meta:
+    if "ciphertexts" in meta:  # CKKS: each user's ciphertexts, as bytes
+        for m, u in enumerate(users):
             content[f"ct.{int(u)}"] = ConfigRecord(meta["ciphertexts"][m])
     parts = _parts_meta(sent)
     parts["info"] = meta["parts"]
