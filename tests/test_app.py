@@ -256,6 +256,9 @@ def test_encryption_attack_leaks_in_clear_and_not_under_ckks():
     assert any("same 4 clients" in c.value for c in at.caption)
     at.selectbox(key="encryption.ckks_coeff_bits").set_value((60, 40, 40, 60)).run()
     assert not at.exception
+    # the attack tab's slider is drawn after the sidebar: its value still reaches the link in the same run
+    at.slider(key="encryption._attack_rounds").set_value(2).run()
+    assert at.query_params["_attack_rounds"] == "2"
 
 
 def test_encryption_page_reports_invalid_ckks_parameters_from_a_link():

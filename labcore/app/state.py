@@ -25,8 +25,8 @@ from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from typing import Any, Mapping
 
-from ..config import (B_INITS, DATASETS, ENCRYPTIONS, FIELD_NAMES, METHODS, SYNTHETIC_SIZES, ConfigError, RunConfig,
-                      coerce_field, from_dict)
+from ..config import (B_INITS, CLIENT_SCHEDULES, DATASETS, ENCRYPTIONS, FIELD_NAMES, METHODS, SYNTHETIC_SIZES,
+                      ConfigError, RunConfig, coerce_field, from_dict)
 
 # Query parameters Streamlit itself uses; never reported as unknown.
 STREAMLIT_PARAMS = ("embed", "embed_options")
@@ -217,6 +217,10 @@ def _explorer_controls() -> tuple[Control, ...]:
         Control("b_as_seed", "send B as a seed", "toggle", "advanced", show_if=("method", ("colr", "scolr"))),
         Control("compress_down", "compress the downlink too", "toggle", "advanced", show_if=("method", ("svd", "topk"))),
         Control("aggregation", "aggregation", "select", "advanced", ("item_mean", "weighted")),
+        Control("client_schedule", "client schedule", "select", "advanced", CLIENT_SCHEDULES,
+                help="uniform: each round draws its clients at random; rotating: the users are shuffled once and "
+                     "take turns, so every user trains once per pass (the CoLR authors' code; see the "
+                     "colr-schedule-ml1m card)"),
         Control("data_seed", "data seed", "number", "advanced", (), 0, 2**31 - 1, 1),
     )
 

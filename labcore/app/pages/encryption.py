@@ -44,11 +44,16 @@ def render() -> None:
     st.title("Encryption")
     controls.show_warnings(vs, SPEC.name)
     cfg = controls.sidebar(SPEC, vs)
-    query = controls.sync_url(SPEC, vs, cfg)
-    controls.share_box(SPEC, query)
+    controls.sync_url(SPEC, vs, cfg)  # the sidebar's part of the link at once, before the long work
     if cfg is None:
         cfg = vs.cfg
         st.caption("Showing the last valid settings.")
+    _tabs(cfg, vs)
+    # again after the tabs: the attack tab's "rounds attacked" is drawn there and belongs in the link too
+    controls.share_box(SPEC, controls.sync_url(SPEC, vs, None))
+
+
+def _tabs(cfg, vs) -> None:
     try:
         data = runs.dataset(cfg)
     except Exception as e:
