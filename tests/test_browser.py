@@ -60,11 +60,16 @@ def page(browser):
     pg.close()
 
 
+BUSY = "[data-testid=stStatusWidget], [data-stale=true]"
+
+
 def _idle(pg, timeout=120):
-    """Wait until the script run is over (Streamlit's 'running' indicator is gone) and the page settles."""
+    """Wait until the script run is over and the page settles: Streamlit's 'running' indicator is gone and no
+    element of the previous run is still shown as stale (the indicator can be absent for a second or more
+    while a rerun redraws, and a widget moved then is the previous run's and snaps back)."""
     deadline = time.monotonic() + timeout
     time.sleep(0.5)
-    while pg.locator("[data-testid=stStatusWidget]").count() and time.monotonic() < deadline:
+    while pg.locator(BUSY).count() and time.monotonic() < deadline:
         time.sleep(0.2)
     time.sleep(0.8)
 
@@ -416,7 +421,7 @@ def _sweep_one(pg, name, control, changes: int, seen_while: dict) -> None:
         try:
             pg.wait_for_function("before => location.href !== before"
                                  " || document.body.innerText.includes('do not fit together')",
-                                 arg=before_link, timeout=60_000, polling=200)
+                                 arg=before_link, timeout=240_000, polling=200)
         except Exception:
             raise AssertionError((name, control, k, "the change did not reach the link")) from None
         _idle(pg, timeout=240)
@@ -430,7 +435,7 @@ def _sweep_one(pg, name, control, changes: int, seen_while: dict) -> None:
     if moved:
         pg.wait_for_function("before => location.href !== before"
                              " || document.body.innerText.includes('do not fit together')",
-                             arg=before_link, timeout=60_000, polling=200)
+                             arg=before_link, timeout=240_000, polling=200)
     _idle(pg, timeout=240)
     _reveal(pg, control)
     assert _value(pg, control) == start, (name, control, "could not be put back")
