@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import tempfile
 import time
 from datetime import timedelta
@@ -87,9 +88,15 @@ def _worker(rank: int, cfg: GistConfig, port: int, rounds: int | None, evaluate:
         if rank == 0:
             torch.save({"rows": rows, "ledger": ledger.rows, "params": params, "parts": parts,
                         "everyone": everyone}, Path(out) / "result.pt")
-        dist.barrier()  # leave together: a worker tearing gloo down while a peer still writes can abort (SIGABRT)
-    finally:
+        dist.barrier()  # leave together: the result is written and no peer sends any more
+    except BaseException:
         dist.destroy_process_group()
+        raise
+    # A clean run leaves without tearing gloo down: its threads could abort the process at shutdown
+    # ("terminate called without an active exception", SIGABRT) after all the work was done and saved.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def run_distributed(cfg: GistConfig, rounds: int | None = None, evaluate: bool = True,
