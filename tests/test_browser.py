@@ -113,6 +113,9 @@ def test_moving_the_rank_slider_changes_the_chart_and_the_byte_counter(server, p
     _shot(page, "explorer")
 
     slider = page.locator('input[type=range][aria-label="rank r"]')
+    # the default rank, once the slider has its value (a loaded machine can show it a moment at its minimum)
+    page.wait_for_function("() => document.querySelector('input[type=range][aria-label=\"rank r\"]').value === '4'",
+                           timeout=30_000)
     assert slider.get_attribute("value") == "4"
     slider.focus()
     for _ in range(4):
