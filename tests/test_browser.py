@@ -200,9 +200,8 @@ def _select_texts(pg) -> list[str]:
     return pg.locator("[data-testid=stSelectbox] input[role=combobox]").evaluate_all("els => els.map(e => e.value)")
 
 
-def _move_slider(pg, i: int, presses: int) -> str:
-    """Move slider i by `presses` steps (right, or left at the top end); its value as the browser shows it."""
-    s = pg.locator(SLIDER).nth(i)
+def _step(pg, s, presses: int) -> str:
+    """Move slider element `s` by `presses` steps (right, or left at the top end); its value as shown."""
     s.focus()
     before = s.get_attribute("value")
     for _ in range(presses):
@@ -213,10 +212,21 @@ def _move_slider(pg, i: int, presses: int) -> str:
     return s.get_attribute("value")
 
 
-def _pick(pg, i: int, k: int) -> str:
-    """Open select box i and pick its k-th other option; the option's text."""
-    box = pg.locator("[data-testid=stSelectbox]").nth(i)
-    current = _select_texts(pg)[i]
+def _move_slider(pg, i: int, presses: int) -> str:
+    """Move slider i by `presses` steps; its value as the browser shows it."""
+    return _step(pg, pg.locator(SLIDER).nth(i), presses)
+
+
+def _kth_other(k: int):
+    """The k-th option other than the current one (the select boxes' k-th change)."""
+    def choose(texts, current):
+        others = [t for t in texts if t != current] or texts
+        return others[k % len(others)]
+    return choose
+
+
+def _choose(pg, box, current: str, choose) -> str:
+    """Open select box `box` and click the option `choose(texts, current)` names; the option's text."""
     options = pg.locator("[role=option]")
     for attempt in range(3):  # a rerun that lands while the list opens closes it again: open it once more
         box.get_by_role("button", name="Open").click()
@@ -228,10 +238,14 @@ def _pick(pg, i: int, k: int) -> str:
                 raise
             _idle(pg)
     texts = [t.strip() for t in options.all_inner_texts()]
-    others = [t for t in texts if t != current] or texts
-    choice = others[k % len(others)]
+    choice = choose(texts, current)
     options.nth(texts.index(choice)).click()
     return choice
+
+
+def _pick(pg, i: int, k: int) -> str:
+    """Open select box i and pick its k-th other option; the option's text."""
+    return _choose(pg, pg.locator("[data-testid=stSelectbox]").nth(i), _select_texts(pg)[i], _kth_other(k))
 
 
 def _open_expanders(pg) -> None:
@@ -356,46 +370,17 @@ def _value(pg, control) -> str:
 
 
 def _change(pg, control, k: int) -> str:
-    """The k-th change of a control: slider k steps (right, or left at the top end), select box its k-th other
-    option; returns the value the browser shows."""
-    kind, label, j = control
-    if kind == "slider":
-        s = _input(pg, control)
-        s.focus()
-        before = s.get_attribute("value")
-        for _ in range(k):
-            pg.keyboard.press("ArrowRight")
-        if s.get_attribute("value") == before:
-            for _ in range(k):
-                pg.keyboard.press("ArrowLeft")
-        return s.get_attribute("value")
-
-    def kth_other(texts, current):
-        others = [t for t in texts if t != current] or texts
-        return others[k % len(others)]
-
-    return _pick_option(pg, control, kth_other)
+    """The k-th change of a control: slider k steps, select box its k-th other option; the value shown."""
+    if control[0] == "slider":
+        return _step(pg, _input(pg, control), k)
+    return _pick_option(pg, control, _kth_other(k))
 
 
 def _pick_option(pg, control, choose) -> str:
     kind, label, j = control
     box = pg.locator("[data-testid=stSelectbox]").filter(
         has=pg.locator(f"input[role=combobox][aria-label={json.dumps(label)}]:visible")).nth(j)
-    current = _value(pg, control)
-    options = pg.locator("[role=option]")
-    for attempt in range(3):  # a rerun that lands while the list opens closes it again: open it once more
-        box.get_by_role("button", name="Open").click()
-        try:
-            options.first.wait_for(timeout=10_000)
-            break
-        except Exception:
-            if attempt == 2:
-                raise
-            _idle(pg)
-    texts = [t.strip() for t in options.all_inner_texts()]
-    choice = choose(texts, current)
-    options.nth(texts.index(choice)).click()
-    return choice
+    return _choose(pg, box, _value(pg, control), choose)
 
 
 def _set(pg, control, value: str) -> None:
@@ -413,18 +398,21 @@ def _set(pg, control, value: str) -> None:
         pg.keyboard.press("ArrowRight" if float(now) < float(value) else "ArrowLeft")
 
 
+def _link_moved(pg, before_link: str) -> None:
+    """Wait until the link differs from `before_link`, or the page says the settings do not fit together
+    (the link then keeps the last view that runs); this also waits for the server to have taken the change."""
+    pg.wait_for_function("before => location.href !== before"
+                         " || document.body.innerText.includes('do not fit together')",
+                         arg=before_link, timeout=240_000, polling=200)
+
+
 def _sweep_one(pg, name, control, changes: int, seen_while: dict) -> None:
     start = _value(pg, control)
     for k in range(1, changes + 1):
         before_link = pg.url
         shown = _change(pg, control, k)
-        # the view's link follows each change; a combination the config refuses (Paillier with CoLR) is said
-        # on the page instead and the link keeps the last view that runs. Waiting for either also waits for
-        # the server to have taken the change (a loaded machine can start the rerun late).
         try:
-            pg.wait_for_function("before => location.href !== before"
-                                 " || document.body.innerText.includes('do not fit together')",
-                                 arg=before_link, timeout=240_000, polling=200)
+            _link_moved(pg, before_link)
         except Exception:
             raise AssertionError((name, control, k, "the change did not reach the link")) from None
         _idle(pg, timeout=240)
@@ -436,9 +424,7 @@ def _sweep_one(pg, name, control, changes: int, seen_while: dict) -> None:
     before_link, moved = pg.url, _value(pg, control) != start
     _set(pg, control, start)
     if moved:
-        pg.wait_for_function("before => location.href !== before"
-                             " || document.body.innerText.includes('do not fit together')",
-                             arg=before_link, timeout=240_000, polling=200)
+        _link_moved(pg, before_link)
     _idle(pg, timeout=240)
     _reveal(pg, control)
     assert _value(pg, control) == start, (name, control, "could not be put back")
