@@ -2,7 +2,7 @@
 
 Importing this module registers the cards. Sizes: ``smoke`` runs a tiny synthetic problem with two or three
 algorithms for a fraction of a second each (CI); ``full`` is the reproduction at the sizes stated on each card
-(budgets and sizes reduced from the report's 60 s and n = 10000 where they would not fit a laptop session).
+(budgets and sizes reduced from the report's 60 s and n = 10000 where they would not fit a laptop).
 Full results are stored as results/<card id>.csv / .json:
 
     python -m labcore.completion completion-fig1-irls --size full --jobs 2 --save
@@ -30,7 +30,7 @@ SMOKE = dict(budget_s=0.3, log_points=8)
 SMOKE_ALGORITHMS = ("asd", "irls")
 SMOKE_NOTE = "smoke run: tiny synthetic problem, not the paper's numbers"
 
-# Table 1's stored grid: the report's own n = 1000 half (its n = 10000 half does not fit a laptop session) at a
+# Table 1's stored grid: the report's own n = 1000 half (its n = 10000 half does not fit a laptop's time budget) at a
 # 20 s CPU budget instead of 60 s: 27 problems x 6 algorithms, about 30 min with 2 processes on an idle machine
 PAPER_GRID = dict(n=1000, ranks=(2, 20, 200), shares=(0.05, 0.1, 0.2, 0.4), kappas=(2.0, 200.0, 20000.0),
                   budget_s=20.0)
@@ -351,8 +351,8 @@ def _register():
         expected="Most problems are either solved below 1e-10 or not at all; few end in between.",
         columns=("rank", "share", "kappa", "best_error", "best_algorithm", "distance", "d", "range"),
         paper_ref="Table 1", dataset="synthetic",
-        notes=(f"The report's n = {PAPER_GRID['n']} half of its grid (its n = 10000 half does not fit a laptop "
-               f"session): ranks {PAPER_GRID['ranks']}, shares 5/10/20/40 %, kappa 2/200/20000, "
+        notes=(f"The report's n = {PAPER_GRID['n']} half of its grid (its n = 10000 half does not fit a laptop's "
+               f"time budget): ranks {PAPER_GRID['ranks']}, shares 5/10/20/40 %, kappa 2/200/20000, "
                f"{len(TABLE_ALGORITHMS)} algorithms ({', '.join(LABELS[a] for a in TABLE_ALGORITHMS)}), "
                f"{PAPER_GRID['budget_s']:g} CPU seconds each (report: 60 s); the 9 settings below the information "
                "limit skipped as in the report, 27 problems. d is log10 of the absolute distance on the report's "
