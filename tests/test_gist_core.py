@@ -22,7 +22,6 @@ from labcore.typed_config import ConfigError
     (dict(local=0), "local"),
     (dict(local=300, epochs=200), "local"),
     (dict(variant="column", split="both"), "variant"),
-    (dict(subnets=2, random_projection=False), "random_projection"),  # 1433 features do not split in two
     (dict(dropout=1.0), "dropout"),
 ])
 def test_bad_config_names_the_field(kw, field):
@@ -47,7 +46,8 @@ def test_config_key_and_query_round_trip():
     from labcore.gist.config import from_dict
 
     assert from_dict(cfg.to_query()) == cfg
-    assert cfg.n_features() == 1432 and GistConfig(subnets=1).n_features() == 1433
+    assert cfg.n_features() == 1432 and GistConfig(subnets=1).n_features() == 1433  # projected to 4 x 358
+    assert GistConfig(subnets=4, random_projection=False).n_features() == 1436  # zero-padded to 4 x 359
 
 
 # --- Planetoid loader on generated files in the real format ----------------------------------------------------------
@@ -227,6 +227,30 @@ def test_subnet_input_is_rescaled_like_inverted_dropout():
     assert GistConfig(subnets=1).key() == GistConfig(subnets=1, rescale_input=False).key()
     assert GistConfig(subnets=2).key() != GistConfig(subnets=2, rescale_input=False).key()
     assert GistConfig(subnets=2, variant="column").input_scale == 1.0
+
+
+def test_features_are_zero_padded_to_equal_groups_or_projected():
+    """Without the projection the bag of words is kept and zero columns make m equal groups (200 -> 201 at m = 3)."""
+    from labcore.gist.graph import for_config, tensors
+
+    raw = tensors("synthetic", None, 0).x
+    g = for_config(GistConfig(graph="synthetic", subnets=3, random_projection=False))
+    assert g.x.shape[1] == 201 and torch.equal(g.x[:, :200], raw) and not g.x[:, 200].any()
+    assert all(len(s) == 67 for s in subnets.draw(GistConfig(graph="synthetic", subnets=3), 0, 201).features)
+    proj = for_config(GistConfig(graph="synthetic", subnets=3, random_projection=True))
+    assert proj.x.shape[1] == 198 and proj.x.abs().sum() > 0 and not torch.equal(proj.x[:, :198], raw[:, :198])
+
+
+def test_cards_keep_per_row_the_features_with_the_better_validation():
+    import pandas as pd
+
+    from labcore.gist.cards import select_features
+
+    rows = [GistConfig(subnets=m, random_projection=p).to_dict() for m in (2, 4) for p in (True, False)]
+    table = pd.DataFrame(rows).assign(val_best=[79.8, 80.6, 78.0, 78.0], test_last=[80.2, 81.8, 78.4, 78.9])
+    got = select_features(table)
+    assert list(got["subnets"]) == [2, 4] and list(got["features"]) == ["bag of words", "projection"]  # a tie keeps the projection
+    assert list(got["test_last"]) == [81.8, 78.4] and list(got["val_best_other"]) == [79.8, 78.0]
 
 
 def test_same_seed_same_numbers_and_seed_matters():

@@ -253,19 +253,20 @@ def save(result: CardResult, command: str, folder: Path | str | None = None, run
     if result.size == "full":
         from .runs import run_times, write_run_times
 
-        times = run_times(folder)
-        secs, cpus = dict(zip(times["key"], times["seconds"])), dict(zip(times["key"], times["cpu_seconds"]))
-        keys = [c["key"] for c in meta["configs"]]
-        known = [k for k in keys if k in secs and secs[k] == secs[k]]
-        # the card's own runs, trained alone (sharing none with other cards): wall-clock and CPU seconds
-        meta["standalone_runtime_s"] = round(float(sum(secs[k] for k in known)), 1) if keys else None
-        cpu = [cpus[k] for k in known if cpus[k] == cpus[k]]
-        meta["standalone_cpu_s"] = round(float(sum(cpu)), 1) if keys else None
-        meta["runs_without_time"] = len(keys) - len(known)  # trained elsewhere (e.g. a concurrent run): not logged
-        meta["runs_without_cpu_time"] = len(keys) - len(cpu)
-        for c in meta["configs"]:
-            c["train_seconds"] = None if secs.get(c["key"]) != secs.get(c["key"]) else secs.get(c["key"])
-            c["train_cpu_seconds"] = None if cpus.get(c["key"]) != cpus.get(c["key"]) else cpus.get(c["key"])
+        if "standalone_runtime_s" not in result.meta:  # else the topic timed its own (non-engine) runs itself
+            times = run_times(folder)
+            secs, cpus = dict(zip(times["key"], times["seconds"])), dict(zip(times["key"], times["cpu_seconds"]))
+            keys = [c["key"] for c in meta["configs"]]
+            known = [k for k in keys if k in secs and secs[k] == secs[k]]
+            # the card's own runs, trained alone (sharing none with other cards): wall-clock and CPU seconds
+            meta["standalone_runtime_s"] = round(float(sum(secs[k] for k in known)), 1) if keys else None
+            cpu = [cpus[k] for k in known if cpus[k] == cpus[k]]
+            meta["standalone_cpu_s"] = round(float(sum(cpu)), 1) if keys else None
+            meta["runs_without_time"] = len(keys) - len(known)  # trained elsewhere (a concurrent run): not logged
+            meta["runs_without_cpu_time"] = len(keys) - len(cpu)
+            for c in meta["configs"]:
+                c["train_seconds"] = None if secs.get(c["key"]) != secs.get(c["key"]) else secs.get(c["key"])
+                c["train_cpu_seconds"] = None if cpus.get(c["key"]) != cpus.get(c["key"]) else cpus.get(c["key"])
         write_run_times(folder)
     meta.update({k: v for k, v in result.meta.items() if k not in meta})
     (folder / f"{card.id}.json").write_text(json.dumps(meta, indent=1, default=list) + "\n")

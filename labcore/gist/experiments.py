@@ -85,12 +85,12 @@ def summaries(configs: list[GistConfig], jobs: int = 1, progress: bool = False) 
 
 def train_seconds(configs: list[GistConfig]) -> dict:
     """Wall-clock and CPU seconds the configs' cached runs took when trained (runs cached before this was
-    logged are counted apart)."""
+    logged are counted apart), under the keys the card writer stores for engine runs."""
     got = [cached(c) for c in dict.fromkeys(configs)]
     timed = [g for g in got if g and "seconds" in g]
-    return {"runs_train_s": round(sum(g["seconds"] for g in timed), 1) if timed else None,
-            "runs_train_cpu_s": round(sum(g["cpu_seconds"] for g in timed), 1) if timed else None,
-            "runs_without_time": len(got) - len(timed)}
+    return {"standalone_runtime_s": round(sum(g["seconds"] for g in timed), 1) if timed else None,
+            "standalone_cpu_s": round(sum(g["cpu_seconds"] for g in timed), 1) if timed else None,
+            "runs_without_time": len(got) - len(timed), "runs_without_cpu_time": len(got) - len(timed)}
 
 
 def over_seeds(frame: pd.DataFrame) -> pd.DataFrame:

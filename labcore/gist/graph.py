@@ -2,8 +2,9 @@
 
 * `normalized_adjacency`: Kipf's renormalisation D^-1/2 (A + I) D^-1/2 as a torch sparse matrix;
 * `row_normalize`: every node's features sum to one (Kipf's and DGL's preprocessing);
-* the Gaussian random projection of the authors' code (scikit-learn's `GaussianRandomProjection`): dense
-  features with a width that m divides, so every subnet gets the same number of input features.
+* the features at a width that m divides, so every subnet gets the same number of input features: the bag of
+  words padded with zero columns (the default), or the Gaussian random projection of the authors' code
+  (scikit-learn's `GaussianRandomProjection`).
 """
 from __future__ import annotations
 
@@ -83,11 +84,15 @@ class GraphTensors:
 
 
 @functools.lru_cache(maxsize=16)
-def tensors(graph: str, projection_width: int | None, seed: int, data_env: str | None = None) -> GraphTensors:
-    """The graph's tensors; `projection_width=None` keeps the (row-normalised) bag of words."""
+def tensors(graph: str, projection_width: int | None, seed: int, data_env: str | None = None,
+            pad_to: int | None = None) -> GraphTensors:
+    """The graph's tensors; `projection_width=None` keeps the (row-normalised) bag of words, with zero columns
+    appended up to `pad_to` (a zero column adds nothing to X·θ1 and its θ1 row only decays)."""
     g = load_graph(graph)
     x = row_normalize(g.features)
     dense = project(x, projection_width, seed) if projection_width else np.asarray(x.todense(), np.float32)
+    if pad_to and pad_to > dense.shape[1]:
+        dense = np.hstack([dense, np.zeros((dense.shape[0], pad_to - dense.shape[1]), np.float32)])
     as_t = lambda a: torch.from_numpy(np.asarray(a, dtype=np.int64))  # noqa: E731
     return GraphTensors(g.name, normalized_adjacency(g.adj), torch.from_numpy(dense), as_t(g.labels),
                         as_t(g.train), as_t(g.val), as_t(g.test), g.n_classes)
@@ -100,5 +105,6 @@ def sparse_features(g: GraphTensors) -> GraphTensors:
 
 
 def for_config(cfg) -> GraphTensors:
-    width = cfg.n_features() if cfg.random_projection else None
-    return tensors(cfg.graph, width, cfg.seed, os.environ.get("LABCORE_DATA"))
+    if cfg.random_projection:
+        return tensors(cfg.graph, cfg.n_features(), cfg.seed, os.environ.get("LABCORE_DATA"))
+    return tensors(cfg.graph, None, 0, os.environ.get("LABCORE_DATA"), cfg.n_features())  # no seed in the features
