@@ -2,9 +2,9 @@
 
 * `normalized_adjacency`: Kipf's renormalisation D^-1/2 (A + I) D^-1/2 as a torch sparse matrix;
 * `row_normalize`: every node's features sum to one (Kipf's and DGL's preprocessing);
-* the features at a width that m divides, so every subnet gets the same number of input features: the bag of
-  words padded with zero columns (the default), or the Gaussian random projection of the authors' code
-  (scikit-learn's `GaussianRandomProjection`).
+* the features at a width that m divides, so every subnet gets the same number of input features: the Gaussian
+  random projection of the authors' code (scikit-learn's `GaussianRandomProjection`, the default), or the bag of
+  words padded with zero columns.
 """
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def tensors(graph: str, projection_width: int | None, seed: int, data_env: str |
     x = row_normalize(g.features)
     dense = project(x, projection_width, seed) if projection_width else np.asarray(x.todense(), np.float32)
     if pad_to and pad_to > dense.shape[1]:
-        dense = np.hstack([dense, np.zeros((dense.shape[0], pad_to - dense.shape[1]), np.float32)])
+        dense = np.pad(dense, ((0, 0), (0, pad_to - dense.shape[1])))
     as_t = lambda a: torch.from_numpy(np.asarray(a, dtype=np.int64))  # noqa: E731
     return GraphTensors(g.name, normalized_adjacency(g.adj), torch.from_numpy(dense), as_t(g.labels),
                         as_t(g.train), as_t(g.val), as_t(g.test), g.n_classes)
