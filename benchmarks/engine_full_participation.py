@@ -1,9 +1,14 @@
-"""The engine's row layout against the former dense layout (clients x items tables), same config, same process.
+"""The engine's local training against its former implementations, same config, same process.
+
+    rows     (now) each client walks its steps in one compiled pass over its touched rows (`fused_kernel`)
+    batched  the former trainer: one batched torch step for all clients at a time, same rows layout
+    dense    the layout before that: clients x items update tables
 
     python benchmarks/engine_full_participation.py                          # ML-1M, FedMF d=64 and CoLR@4, every user
     python benchmarks/engine_full_participation.py --dataset pinterest --methods colr
     python benchmarks/engine_full_participation.py --clients 60 --rounds 20 # the paper's cohort, 20 rounds each
-    python benchmarks/engine_full_participation.py --full                  # the 1000-round paper runs, both layouts
+    python benchmarks/engine_full_participation.py --full                  # the 1000-round paper runs, now and before
+    python benchmarks/engine_full_participation.py --baseline dense           # against the clients x items layout
 
 Each implementation runs in its own child process (so that peak memory is its own) with the same config;
 the round times, their ratio and each one's peak resident memory are printed. The dense layout is skipped
@@ -23,6 +28,15 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def _simulation(cfg, data, layout: str):
+    from labcore.fed.engine import Simulation
+    from labcore.fed.local_train import train_cohort_batched
+
+    if layout == "batched":
+        return Simulation(cfg, data, trainer=train_cohort_batched)
+    return Simulation(cfg, data, layout=layout)
+
+
 def child(spec: dict) -> dict:
     import labcore
     from labcore.config import ConfigError
@@ -34,7 +48,7 @@ def child(spec: dict) -> dict:
     m = data.n_users if spec["clients"] <= 0 else min(spec["clients"], data.n_users)
     cfg = base.replace(clients_per_round=m)
     try:
-        sim = Simulation(cfg, data, layout=spec["layout"])
+        sim = _simulation(cfg, data, spec["layout"])
     except ConfigError as e:
         return {"refused": str(e)}
     times, cpu = [], 0.0
@@ -57,7 +71,7 @@ def full_run(spec: dict) -> dict:
     cfg = cfg.replace(rounds=spec.get("full_rounds") or cfg.rounds)
     data = load_data(cfg)
     t0, c0 = time.perf_counter(), time.process_time()
-    res = train_rounds(Simulation(cfg, data, layout=spec["layout"]), None)
+    res = train_rounds(_simulation(cfg, data, spec["layout"]), None)
     return {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "hr": float(res.final["hr"]),
             "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, "describe": cfg.describe(),
             "hr_curve": res.table["hr"].dropna().tolist(), "loss": res.table["loss"].tolist()}
@@ -78,8 +92,9 @@ def main() -> None:
     ap.add_argument("--rank", type=int, default=4)
     ap.add_argument("--clients", type=int, default=0, help="clients per round (0 = every user)")
     ap.add_argument("--rounds", type=int, default=2, help="timed rounds after one warm-up round")
-    ap.add_argument("--layouts", default="rows,dense", help="which implementations to time (rows = now, dense = "
-                                                             "before)")
+    ap.add_argument("--baseline", default="batched", choices=("batched", "dense"),
+                    help="the former implementation timed against the engine's (rows)")
+    ap.add_argument("--only-new", action="store_true", help="time the engine's implementation alone")
     ap.add_argument("--full", action="store_true", help="time the 1000-round paper runs instead (both layouts)")
     ap.add_argument("--full-rounds", type=int, default=0,
                     help="with --full: train this many rounds instead of the paper's 1000 (a loaded machine)")
@@ -97,22 +112,22 @@ def main() -> None:
         spec = dict(dataset=a.dataset, method=method, rank=a.rank, clients=a.clients, rounds=a.rounds)
         if a.full:
             spec.update(full=True, full_rounds=a.full_rounds)
-            new, old = spawn({**spec, "layout": "rows"}), spawn({**spec, "layout": "dense"})
+            new = spawn({**spec, "layout": "rows"})
+            old = {"error": "not timed (--only-new)"} if a.only_new else spawn({**spec, "layout": a.baseline})
             print(f"\n{new.get('describe', method)} on {a.dataset}: {a.full_rounds or 1000} rounds, 60 clients, "
                   f"eval every 100, effective rank every 10")
-            for name, r in (("rows (now)", new), ("dense (before)", old)):
+            for name, r in (("rows (now)", new), (f"{a.baseline} (before)", old)):
                 print(f"  {name:15s} " + (f"{r['wall_s']:7.1f} s wall, {r['cpu_s']:7.1f} s CPU, HR@10 {r['hr']:.4f}, "
                                           f"peak {r['peak_gb']:.2f} GB" if "wall_s" in r else str(r)))
             if "wall_s" in new and "wall_s" in old:
                 same = new["loss"] == old["loss"] and new["hr_curve"] == old["hr_curve"]
-                print(f"  ratio dense / rows: {old['wall_s'] / new['wall_s']:.2f}x wall, "
+                print(f"  ratio {a.baseline} / rows: {old['wall_s'] / new['wall_s']:.2f}x wall, "
                       f"{old['cpu_s'] / new['cpu_s']:.2f}x CPU; same losses and HR curve: {same}")
             continue
-        layouts = a.layouts.split(",")
-        new = spawn({**spec, "layout": "rows"}) if "rows" in layouts else {"error": "not timed (--layouts)"}
-        old = spawn({**spec, "layout": "dense"}) if "dense" in layouts else {"error": "not timed (--layouts)"}
+        new = spawn({**spec, "layout": "rows"})
+        old = {"error": "not timed (--only-new)"} if a.only_new else spawn({**spec, "layout": a.baseline})
         print(f"\n{new.get('describe', method)} on {a.dataset}, {new.get('clients', a.clients)} clients per round")
-        for name, r in (("rows (now)", new), ("dense (before)", old)):
+        for name, r in (("rows (now)", new), (f"{a.baseline} (before)", old)):
             if "round_s" in r:
                 print(f"  {name:15s} {r['round_s']:8.2f} s/round, {r['cpu_s']:8.2f} s CPU (first {r['first_s']:.2f} s)  "
                       f"peak {r['peak_gb']:.2f} GB")
@@ -122,7 +137,7 @@ def main() -> None:
             same = new["loss"] == old["loss"] and new["q_sum"] == old["q_sum"]
             rel = max(abs(x - y) / max(abs(y), 1e-30) for x, y in zip(new["loss"] + [new["q_sum"]],
                                                                        old["loss"] + [old["q_sum"]]))
-            print(f"  ratio dense / rows: {old['round_s'] / new['round_s']:.1f}x time, "
+            print(f"  ratio {a.baseline} / rows: {old['round_s'] / new['round_s']:.1f}x time, "
                   f"{old['cpu_s'] / new['cpu_s']:.1f}x CPU, "
                   f"{old['peak_gb'] / new['peak_gb']:.1f}x peak memory; same losses and Q: "
                   f"{'bit for bit' if same else f'to {rel:.1e} relative'}")

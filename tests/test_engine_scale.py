@@ -1,4 +1,5 @@
-"""The row layout of the engine: same numbers as the dense layout, sizes from shapes, the memory guard."""
+"""The row layout of the engine: the batched trainer gives the dense layout's numbers bit for bit, the fused
+trainer (the engine's) the batched one's to float rounding; sizes from shapes, the memory guard."""
 import itertools
 
 import numpy as np
@@ -9,7 +10,7 @@ from labcore.config import ConfigError, RunConfig
 from labcore.fed import sampling as S
 from labcore.fed.aggregate import _dense_layout, rows_item_mean, rows_sum, rows_weighted_sum, weighted_sum
 from labcore.fed.engine import MEMORY_ENV, Simulation, estimate_memory, run
-from labcore.fed.local_train import RowUpdate, train_cohort
+from labcore.fed.local_train import RowUpdate, train_cohort, train_cohort_batched
 from labcore.fed.loop_oracle import train_cohort_dense
 from labcore.fed.mods import item_mask_wire
 from labcore.methods.base import RowBlock, Wire
@@ -66,9 +67,33 @@ def test_row_trainer_equals_the_dense_trainer_bit_for_bit(tiny, lowrank):
         mask = torch.ones(8, 3)
         mask[1, 2] = 0
         lr_ = LowRank(torch.randn(6, 3, generator=g) / 3**0.5, mask, torch.full((8,), (3 / 6) ** 0.5))
-    a, b = train_cohort(Q, P, plan, 0.1, 1e-2, lr_), train_cohort_dense(Q, P, plan, 0.1, 1e-2, lr_)
+    a, b = train_cohort_batched(Q, P, plan, 0.1, 1e-2, lr_), train_cohort_dense(Q, P, plan, 0.1, 1e-2, lr_)
     assert torch.equal(a.dense_update(), b.update) and torch.equal(a.p, b.p) and a.loss_sum == b.loss_sum
     assert torch.equal(a.touched_dense(), b.touched)
+    # the engine's fused trainer: the same rows, the same numbers up to the summation order of the products
+    f = train_cohort(Q, P, plan, 0.1, 1e-2, lr_)
+    assert torch.equal(f.rows.client, a.rows.client) and torch.equal(f.rows.item, a.rows.item)
+    assert torch.allclose(f.rows.values, a.rows.values, rtol=1e-5, atol=1e-7)
+    assert torch.allclose(f.p, a.p, rtol=1e-5, atol=1e-7) and f.loss_sum == pytest.approx(a.loss_sum, rel=1e-6)
+    assert f.n_samples == a.n_samples
+
+
+@pytest.mark.parametrize("lowrank", [False, True])
+def test_fused_trainer_gives_the_same_bits_on_one_or_two_threads(tiny, lowrank, monkeypatch):
+    """Clients are split between threads, never a client's sums: the thread count changes no bit."""
+    from labcore.fed.local_train import LowRank
+
+    m = tiny.n_users  # every user: many more clients than one thread's chunk
+    plan = S.plan_round(tiny, S.NegativeSampler(tiny), np.arange(m), 4, 2, 16, 0, 0)
+    g = torch.Generator().manual_seed(0)
+    Q, P = torch.randn(tiny.n_items, 6, generator=g) * 0.3, torch.randn(m, 6, generator=g) * 0.3
+    lr_ = LowRank(torch.randn(6, 3, generator=g) / 3**0.5, torch.ones(m, 3), torch.ones(m)) if lowrank else None
+    monkeypatch.setenv("LABCORE_THREADS", "1")
+    one = train_cohort(Q, P, plan, 0.1, 1e-2, lr_)
+    monkeypatch.setenv("LABCORE_THREADS", "2")
+    two = train_cohort(Q, P, plan, 0.1, 1e-2, lr_)
+    assert torch.equal(one.rows.values, two.rows.values) and torch.equal(one.p, two.p)
+    assert one.loss_sum == two.loss_sum
 
 
 @pytest.mark.parametrize("method,extra", [("fedmf", {}), ("colr", {}), ("scolr", {}), ("svd", {}),
@@ -77,7 +102,7 @@ def test_row_trainer_equals_the_dense_trainer_bit_for_bit(tiny, lowrank):
 def test_row_layout_gives_the_dense_layouts_numbers(tiny, method, extra):
     """Same table (to the bit, effective rank to 1e-6), same ledger, same item table, round after round."""
     cfg = RunConfig(method=method, **{**FAST, **extra})
-    a, b = Simulation(cfg, tiny), Simulation(cfg, tiny, layout="dense")
+    a, b = Simulation(cfg, tiny, trainer=train_cohort_batched), Simulation(cfg, tiny, layout="dense")
     for _ in range(cfg.rounds):
         a.step(), b.step()
     assert torch.equal(a.Q, b.Q) and torch.equal(a.P, b.P)
@@ -88,6 +113,21 @@ def test_row_layout_gives_the_dense_layouts_numbers(tiny, method, extra):
             assert np.allclose(x, y, rtol=1e-6, equal_nan=True)
         else:
             assert np.array_equal(x, y, equal_nan=True), c
+    assert a.ledger.frame().equals(b.ledger.frame())
+
+
+@pytest.mark.parametrize("method", ["fedmf", "colr", "scolr", "svd"])
+def test_fused_engine_follows_the_batched_engine_round_after_round(tiny, method):
+    """The engine's trainer against the former batched one over whole runs: losses, HR and the tables agree
+    to float rounding, and the measured bytes are the same."""
+    cfg = RunConfig(method=method, **FAST)
+    a, b = Simulation(cfg, tiny), Simulation(cfg, tiny, trainer=train_cohort_batched)
+    for _ in range(cfg.rounds):
+        a.step(), b.step()
+    assert torch.allclose(a.Q, b.Q, rtol=1e-4, atol=1e-6) and torch.allclose(a.P, b.P, rtol=1e-4, atol=1e-6)
+    ta, tb = a.result(True).table, b.result(True).table
+    for c in ("loss", "hr", "ndcg"):
+        assert np.allclose(ta[c].to_numpy(dtype=float), tb[c].to_numpy(dtype=float), rtol=1e-5, equal_nan=True), c
     assert a.ledger.frame().equals(b.ledger.frame())
 
 
@@ -172,13 +212,13 @@ def test_a_step_taken_in_blocks_of_clients_gives_the_same_numbers(tiny, lowrank,
     g = torch.Generator().manual_seed(0)
     Q, P = torch.randn(tiny.n_items, 6, generator=g) * 0.3, torch.randn(12, 6, generator=g) * 0.3
     lr_ = LowRank(torch.randn(6, 3, generator=g) / 3**0.5, torch.ones(12, 3), torch.ones(12)) if lowrank else None
-    whole = train_cohort(Q, P, plan, 0.1, 1e-2, lr_)
+    whole = train_cohort_batched(Q, P, plan, 0.1, 1e-2, lr_)
     monkeypatch.setattr(local_train, "_STEP_FLOATS", 16 * 6 * 5)  # blocks of 5 clients
-    blocks = train_cohort(Q, P, plan, 0.1, 1e-2, lr_)
+    blocks = train_cohort_batched(Q, P, plan, 0.1, 1e-2, lr_)
     assert torch.equal(whole.rows.values != 0, blocks.rows.values != 0)
     assert torch.allclose(whole.rows.values, blocks.rows.values, rtol=1e-6, atol=1e-7)
     assert torch.allclose(whole.p, blocks.p, rtol=1e-6, atol=1e-7)
     assert blocks.loss_sum == pytest.approx(whole.loss_sum, rel=1e-6)
     monkeypatch.setattr(local_train, "_STEP_FLOATS", 16 * 6 * 12)  # one block: the same bits
-    one = train_cohort(Q, P, plan, 0.1, 1e-2, lr_)
+    one = train_cohort_batched(Q, P, plan, 0.1, 1e-2, lr_)
     assert torch.equal(whole.rows.values, one.rows.values) and torch.equal(whole.p, one.p)

@@ -163,6 +163,49 @@ def _inv_counts(items: np.ndarray, valid: np.ndarray, n_items: int) -> np.ndarra
 
 def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,
                  lowrank: LowRank | None = None) -> LocalResult:
+    """The engine's trainer: each client walks its steps in one compiled pass (`fused_kernel`), reading and
+    writing its touched rows in place. The same update as `train_cohort_batched` up to summation order."""
+    from . import fused_kernel
+
+    if Q.dtype != torch.float32:  # the kernel is float32 like every run; other dtypes take the torch path
+        return train_cohort_batched(Q, p0, plan, lr, weight_decay, lowrank)
+    M, (N, d) = plan.n_clients, Q.shape
+    uniq, row_of_sample = touched_rows(plan, N)
+    U = int(uniq.shape[0])
+    slots = plan.slots
+    valid = slots >= 0
+    idx = np.where(valid, slots, 0)
+    items = plan.sample_item[idx]
+    keys = np.where(valid, row_of_sample.numpy()[idx], U)
+    labels = np.where(valid, plan.sample_label[idx], np.float32(0.5)).astype(np.float32)
+    del idx
+    order_t = torch.from_numpy(plan.order)
+    p = np.ascontiguousarray(p0[order_t].numpy(), dtype=np.float32)
+    logits = np.zeros(slots.shape, dtype=np.float32)
+    Qn = np.ascontiguousarray(Q.numpy())
+    n_active, offsets = plan.n_active.astype(np.int64), plan.offsets.astype(np.int64)
+    if lowrank is None:
+        W = np.zeros((U + 1, d), dtype=np.float32)
+        fused_kernel.full_rows(Qn, W, p, keys, items, labels, valid, n_active, offsets, lr, 2.0 * weight_decay,
+                               logits)
+    else:
+        B = lowrank.B.to(torch.float32)
+        row_scale = (lowrank.col_mask * lowrank.grad_scale[:, None]).to(torch.float32)[order_t]
+        W = np.zeros((U + 1, B.shape[1]), dtype=np.float32)
+        fused_kernel.lowrank_rows((Q @ B).numpy(), Qn, np.ascontiguousarray(B.numpy()), (B.T @ B).numpy(),
+                                  np.ascontiguousarray(row_scale.numpy()), W, p, keys, items, labels, valid,
+                                  n_active, offsets, lr, 2.0 * weight_decay, logits)
+    lg, lb, vf = torch.from_numpy(logits), torch.from_numpy(labels), torch.from_numpy(valid).to(torch.float32)
+    loss_sum = float(((torch.nn.functional.softplus(lg) - lb * lg) * vf).sum())
+    back = torch.from_numpy(np.argsort(plan.order))
+    rows = RowUpdate(M, N, uniq // N, uniq % N, torch.from_numpy(W[:U]))
+    return LocalResult(torch.from_numpy(p)[back], None, None, loss_sum, int(valid.sum()), rows)
+
+
+def train_cohort_batched(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,
+                         lowrank: LowRank | None = None) -> LocalResult:
+    """The same update as `train_cohort`, one batched torch step for all clients at a time (the former engine,
+    kept as the benchmark baseline and a second implementation for the tests)."""
     M, (N, d) = plan.n_clients, Q.shape
     width = d if lowrank is None else lowrank.B.shape[1]
     uniq, row_of_sample = touched_rows(plan, N)
