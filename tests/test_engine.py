@@ -18,6 +18,53 @@ def _plan(data, m=8, seed=0, t=0, batch=16):
     return S.plan_round(data, S.NegativeSampler(data), clients, 4, 2, batch, seed, t)
 
 
+PLAN_FIELDS = ("clients", "n_pos", "sample_client", "sample_item", "sample_label", "n_steps", "order", "n_active",
+               "offsets", "slots")
+
+
+@pytest.mark.parametrize("m,epochs,batch", [(8, 2, 16), (1, 1, 4), (30, 3, 5), (30, 2, 512)])
+def test_compiled_round_plan_equals_the_numpy_plan_bit_for_bit(tiny, m, epochs, batch):
+    from labcore.fed.loop_oracle import plan_round_numpy
+
+    m = min(m, tiny.n_users)
+    clients = S.sample_clients(tiny.n_users, m, S.round_rng(3, 1, S.STREAM_CLIENTS))
+    a = S.plan_round(tiny, S.NegativeSampler(tiny), clients, 4, epochs, batch, 3, 1)
+    b = plan_round_numpy(tiny, S.NegativeSampler(tiny), clients, 4, epochs, batch, 3, 1)
+    for f in PLAN_FIELDS:
+        x, y = getattr(a, f), getattr(b, f)
+        assert x.dtype == y.dtype and np.array_equal(x, y), f
+
+
+def test_a_tie_in_the_shuffle_keys_falls_back_to_the_global_sort():
+    """The per-client bucket sort hands back to numpy's global argsort when two keys are equal or one
+    rounded up into the next client's range; otherwise it gives the global sort's order."""
+    from labcore.fed.sampling_kernels import shuffle_into_slots
+
+    first, n_batches = np.array([0, 3, 6]), np.array([1, 1])
+    offsets, position = np.array([0, 2]), np.array([0, 1])
+
+    def run(keys):
+        slots = np.full((2, 3), -1, dtype=np.int64)
+        return shuffle_into_slots(np.array(keys), first, n_batches, 0, offsets, position, 3, slots), slots
+
+    ok, slots = run([0.5, 0.1, 0.9, 1.7, 1.2, 1.3])
+    assert ok and slots.tolist() == [[1, 0, 2], [4, 5, 3]]  # = np.argsort of the keys, client by client
+    assert not run([0.5, 0.5, 0.9, 1.7, 1.2, 1.3])[0]  # a tie
+    assert not run([0.5, 0.1, 1.0, 1.7, 1.2, 1.3])[0]  # client 0's key rounded up to 1
+
+
+def test_the_plan_after_a_fallback_is_the_numpy_plan(tiny, monkeypatch):
+    from labcore.fed import sampling_kernels
+    from labcore.fed.loop_oracle import plan_round_numpy
+
+    real = sampling_kernels.shuffle_into_slots
+    monkeypatch.setattr(sampling_kernels, "shuffle_into_slots", lambda *a: real(*a) and False)  # always a "tie"
+    clients = S.sample_clients(tiny.n_users, 8, S.round_rng(0, 0, S.STREAM_CLIENTS))
+    a = S.plan_round(tiny, S.NegativeSampler(tiny), clients, 4, 2, 16, 0, 0)
+    b = plan_round_numpy(tiny, S.NegativeSampler(tiny), clients, 4, 2, 16, 0, 0)
+    assert all(np.array_equal(getattr(a, f), getattr(b, f)) for f in PLAN_FIELDS)
+
+
 def test_round_plan_uses_every_sample_once_per_epoch(tiny):
     plan = _plan(tiny)
     used = plan.steps[plan.steps >= 0]

@@ -23,10 +23,11 @@ SPLIT_ML1M = ("ML-1M: the local copy (LightGCN lists) has no timestamps, so each
 SPLIT_PINTEREST = (f"Pinterest: the local copy is a 37.5K-user subset (37,501 users x 9,836 pins, LightGCN lists), "
                    f"not NCF's Pinterest-20 (55,187 users x 9,916 pins) the paper uses; seeded random hold-out with "
                    f"99 seeded negatives. 1% of users = {R.PINTEREST_CLIENTS} clients a round.")
-ROUNDS_PINTEREST = (f"Pinterest runs train {R.PINTEREST_ROUNDS} rounds, not the paper's 2000 (evaluation every "
-                    f"{R.PINTEREST_ROUNDS // 10}): with 375 clients a round over 9,836 items they are the most "
-                    f"expensive runs of the CoLR cards, and 2000 rounds would not fit all cards in an hour on 2 "
-                    f"cores. Each user is sampled about 10 times instead of 20: compare shapes, not absolute HR.")
+ROUNDS_PINTEREST = (f"Pinterest runs train the paper's {R.PINTEREST_ROUNDS} rounds (evaluation every "
+                    f"{R.PINTEREST_ROUNDS // 10}), {R.PINTEREST_CLIENTS} clients a round.")
+SCHEDULE_NOTE = ("Clients follow the CoLR authors' schedule (client_schedule='rotating'): the users shuffled once "
+                 "(seeded), then M of that list a round in turn, so every user trains once every n_users / M rounds. "
+                 "The paper does not say how clients are drawn; the schedule card compares it with uniform sampling.")
 LR_NOTE = (f"One learning rate for every method, lr={R.LR} (the paper tuned lr per setting on a validation split "
            f"from {{0.5, 0.1, 0.05, 0.01}}); weight decay 1e-4, item-mean aggregation as in the CoLR reference code.")
 FINAL_NOTE = "HR@10 / NDCG@10 are those of the last round (no early stopping, no validation-based model selection)."
@@ -102,7 +103,7 @@ def _fig2_card(dataset: str) -> FigureCard:
         ])
 
     name = "MovieLens-1M" if is_ml else "Pinterest"
-    notes = (SPLIT_ML1M,) if is_ml else (SPLIT_PINTEREST, ROUNDS_PINTEREST)
+    notes = (SPLIT_ML1M, SCHEDULE_NOTE) if is_ml else (SPLIT_PINTEREST, ROUNDS_PINTEREST, SCHEDULE_NOTE)
     return FigureCard(
         id=f"colr-fig2-{'ml1m' if is_ml else 'pinterest'}",
         title=f"Fig. 2: effective rank of FedMF client updates, {name}",
@@ -208,7 +209,7 @@ def _fig3_card(dataset: str) -> FigureCard:
     grid = (f"FedMF d in {{{', '.join(map(str, R.ML1M_DIMS))}}}, CoLR d=64 r in {{{', '.join(map(str, R.ML1M_RANKS))}}}"
             if is_ml else f"FedMF d in {{{', '.join(map(str, R.PINTEREST_DIMS))}}}, CoLR d=16 r in "
                           f"{{{', '.join(map(str, R.PINTEREST_RANKS))}}}")
-    notes = (SPLIT_ML1M,) if is_ml else (SPLIT_PINTEREST, ROUNDS_PINTEREST)
+    notes = (SPLIT_ML1M, SCHEDULE_NOTE) if is_ml else (SPLIT_PINTEREST, ROUNDS_PINTEREST, SCHEDULE_NOTE)
     return FigureCard(
         id=f"colr-fig3-{'ml1m' if is_ml else 'pinterest'}",
         title=f"Fig. 3: HR@10 and NDCG@10 against communication size, {name} ({grid})",
@@ -282,7 +283,7 @@ def _fig4_card() -> FigureCard:
         expected=("At equal compression ratio (uplink and downlink both compressed) CoLR beats SVD and Top-K on most "
                   "ratios; Top-K moves twice the values of CoLR (values + indices)."),
         columns=("label", "method", "k", "size_kb", "up_kb", "down_kb", "hr", "ndcg"),
-        notes=(SPLIT_ML1M, LR_NOTE, FINAL_NOTE,
+        notes=(SPLIT_ML1M, SCHEDULE_NOTE, LR_NOTE, FINAL_NOTE,
                "SVD@r sends the best rank-r factors of the client update (U S, N x r, and V, d x r) and of the "
                "aggregate; TopK keeps r/d of the values (r in 1..16) and sends int32 indices; both compress the "
                "downlink too. The paper's Pinterest half of Fig. 4 is not reproduced (time budget).", SMOKE_NOTE),
@@ -339,7 +340,7 @@ def _fig5_card() -> FigureCard:
         tolerance_text="shape: at every rank the three distributions are within 2 HR points of each other",
         expected="The choice of B's distribution matters little: the three curves of HR against r nearly coincide.",
         columns=("label", "b_init", "k", "hr", "ndcg"),
-        notes=(SPLIT_ML1M, LR_NOTE, FINAL_NOTE,
+        notes=(SPLIT_ML1M, SCHEDULE_NOTE, LR_NOTE, FINAL_NOTE,
                "normal: N(0, 1/r) entries; orthonormal: orthonormal columns scaled by sqrt(d/r) (E[B B^T] = I); "
                "sphere: columns uniform on the unit sphere, so E[B B^T] = (r/d) I and steps are r/d times smaller "
                "at one learning rate (the paper tuned lr per setting). The dotted curve (ours, not in the paper) "
@@ -433,7 +434,7 @@ def _table2_card() -> FigureCard:
         expected=("Communication is exact (analytic): MF-64 80.43 min, CoLR@r and SVD@r 1.26 r, TopK@r twice that. "
                   "Computation is ~169 min for every method (C_comp = 10 s a round dominates)."),
         columns=("method", "comm_min_paper_accounting", "comm_min_measured", "comp_min", "total_min"),
-        notes=("Round-time model of section 5.2 (2): B_down 0.75 MB/s, B_up 0.25 MB/s, R_comp 7, C_comp 10 s, "
+        notes=(SCHEDULE_NOTE, "Round-time model of section 5.2 (2): B_down 0.75 MB/s, B_up 0.25 MB/s, R_comp 7, C_comp 10 s, "
                "MB = 2**20 bytes (with 10**6 the MF-64 row would be 84.3 min, not 80.43).",
                "comm_min_paper_accounting: the paper's accounting (MF-64 N x d float32 each way, CoLR@r and SVD@r "
                "N x r, TopK@r 2 N r). comm_min_measured: our serialized messages, with framing, the 1-bit-per-item "
@@ -577,7 +578,7 @@ def _table4_card() -> FigureCard:
         compare_fn=compare, tolerance=0.05, tolerance_text="HR@10 within 5 points of the paper's at every global rank",
         expected="HR and NDCG fall as the global rank shrinks (64.6, 60.3, 52.8, 46.0 HR for r_g = 32, 16, 8, 4).",
         columns=("global_rank", "local_rank", "hr", "ndcg"),
-        notes=(SPLIT_ML1M, LR_NOTE, FINAL_NOTE,
+        notes=(SPLIT_ML1M, SCHEDULE_NOTE, LR_NOTE, FINAL_NOTE,
                "Each client draws r_u uniformly in 1..r_g and a random subset of B's columns every round, uploads "
                "its r_u columns of A and their indices; the broadcast is rank r_g.", SMOKE_NOTE),
         paper_ref="Table 4 (section 5.3)", dataset="ml-1m",

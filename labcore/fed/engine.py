@@ -30,7 +30,7 @@ from ..net.wallclock import RoundTimeModel
 from ..results import ROUND_COLUMNS, Result
 from . import sampling as S
 from .aggregate import aggregate, fedavg_weights
-from .local_train import LocalResult, RowUpdate, train_cohort
+from .local_train import LocalResult, RowUpdate, Workspace, train_cohort
 from .mods import item_mask_wire, quantize_wires, wire_values
 from .secure import make_secure_mod
 
@@ -95,14 +95,11 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
     samples = int(per.sum())
     slots = int((-(-per // cfg.batch_size)).sum()) * cfg.local_epochs * cfg.batch_size
     rows = int(np.minimum(per, N).sum())
-    # Q rows gathered once (the row layout: up to _GATHER_ALL_LIMIT), and about six (clients, batch, d)
-    # temporaries of a step (the row layout: in blocks of _STEP_FLOATS)
-    if layout == "dense":
-        gathered = slots * d * 4 * (2 if width != d else 1) + 6 * M * cfg.batch_size * d * 4
-    else:
-        gathered = (min(slots * d, 1 << 25) * 4 * (2 if width != d else 1)
-                    + 6 * min(M * cfg.batch_size * d, 1 << 23) * 4)
-    est = {"schedule and per-slot tensors": slots * 64 + samples * 40 + gathered,
+    if layout == "dense":  # Q rows gathered once, about six (clients, batch, d) temporaries of a step
+        per_slot = slots * 64 + slots * d * 4 * (2 if width != d else 1) + 6 * M * cfg.batch_size * d * 4
+    else:  # the fused trainer reads the plan in place: the schedule's sample indices only
+        per_slot = slots * 8
+    est = {"schedule and per-slot tensors": per_slot + samples * 48,
            "touched rows (update, row index) and the client sum's run tables":
                rows * (width * 4 + 32) + (min(16, -(-M // 16)) + 4) * N * width * 4}
     dense_table = M * N * width * 4
@@ -161,6 +158,7 @@ class Simulation:
             else:
                 trainer = train_cohort
         self.trainer, self.layout = trainer, layout
+        self._workspace = Workspace()
         self.cfg, self.data = cfg, data
         self.method = make_method(cfg, data.n_items)
         self.sampler = S.NegativeSampler(data)
@@ -185,7 +183,11 @@ class Simulation:
                             cfg.seed, t)
         setup = self.method.setup_round(t, len(clients), _gen(cfg.seed, t, S.STREAM_METHOD))
         t0 = time.perf_counter()
-        local = self.trainer(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, setup.lowrank)
+        if self.trainer is train_cohort and not self.keep_view:  # W reused round to round (see Workspace)
+            local = train_cohort(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, setup.lowrank,
+                                 self._workspace)
+        else:
+            local = self.trainer(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, setup.lowrank)
         sec_local = time.perf_counter() - t0
         if self.layout == "rows" and local.rows is None:  # a dense trainer (the loop oracle): keep its rows
             local = LocalResult(local.p, None, None, local.loss_sum, local.n_samples, local.row_update())

@@ -7,201 +7,247 @@ Here each client walks its own steps and reads and writes its rows in place, so 
 pass over the samples (d multiply-adds a slot, five times). Same update rule, same float32 arithmetic; only
 the summation order of the dot products differs from torch's (last-bit differences, 1e-7 relative).
 
-Clients are independent within a round (each owns its user vector and its rows of W), so the loop over
-clients is a `prange`: the result does not depend on the number of threads.
+Clients are independent within a round (each owns its user vector and its rows of W), so loops over clients
+are `prange`s: no sum is ever split between threads, and the thread count changes no bit.
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
-from numba import config, get_parallel_chunksize, njit, prange, set_num_threads, set_parallel_chunksize
+from numba import njit, prange
+
+from .threads import compiled_threads
 
 # reassociation lets LLVM vectorize the d-long dot products (a fixed order for a given build and CPU)
 _FAST = {"reassoc", "contract"}
-# clients come heaviest first (`RoundPlan.order`): hand them to threads in small chunks, not in two halves
-_CHUNK = 16
+
+
+# --- the rows a cohort touches -------------------------------------------------------------------------------
+@njit(cache=True)
+def _touched(first, s_item, n_items, row_client, row_item, row_of_sample, count_only):
+    """Client by client (serial: one stamp array over the items): count the distinct items (count_only), or
+    write them in increasing order with each sample's row. A client's distinct items are put in order by a
+    scan of the stamp array when that is cheaper than sorting them (dense clients), else by a sort."""
+    M = first.shape[0] - 1
+    stamp = np.full(n_items, -1, dtype=np.int64)
+    pos = np.empty(n_items, dtype=np.int64)
+    distinct = np.empty(n_items, dtype=np.int64)
+    counts = np.zeros(M, dtype=np.int64)
+    r = 0
+    for m in range(M):
+        n = 0
+        for s in range(first[m], first[m + 1]):
+            i = s_item[s]
+            if stamp[i] != m:
+                stamp[i] = m
+                distinct[n] = i
+                n += 1
+        counts[m] = n
+        if count_only:
+            continue
+        if n * max(1, int(np.log2(n + 1))) < n_items:
+            mine = np.sort(distinct[:n])
+        else:
+            mine = np.empty(n, dtype=np.int64)
+            j = 0
+            for i in range(n_items):
+                if stamp[i] == m:
+                    mine[j] = i
+                    j += 1
+        for j in range(n):
+            row_item[r + j] = mine[j]
+            row_client[r + j] = m
+            pos[mine[j]] = r + j
+        for s in range(first[m], first[m + 1]):
+            row_of_sample[s] = pos[s_item[s]]
+        r += n
+    return counts
+
+
+def touched_rows_grouped(first: np.ndarray, s_item: np.ndarray, n_items: int):
+    """The distinct (client, item) rows of a cohort whose samples are grouped by client (client m's are
+    first[m]:first[m + 1]), sorted by client then item (`torch.unique` of client * N + item), and each
+    sample's row. Returns row_client, row_item, row_of_sample."""
+    none = np.empty(0, dtype=np.int64)
+    U = int(_touched(first, s_item, n_items, none, none, none, True).sum())
+    row_client, row_item = np.empty(U, np.int64), np.empty(U, np.int64)
+    row_of_sample = np.empty(s_item.shape[0], np.int64)
+    _touched(first, s_item, n_items, row_client, row_item, row_of_sample, False)
+    return row_client, row_item, row_of_sample
+
+
+# --- local training --------------------------------------------------------------------------------------------
+@njit(cache=True, fastmath=_FAST)
+def _sigmoid_bce(x, label):
+    """sigmoid(x) and the loss softplus(x) - label x (float32 math from one exp; the loss column only)."""
+    one = np.float32(1.0)
+    ex = np.exp(-x)
+    e_abs = ex if x >= 0 else one / ex  # exp(-|x|)
+    return one / (one + ex), max(x, np.float32(0.0)) + np.log1p(e_abs) - label * x
 
 
 @njit(cache=True, parallel=True)
-def _full_rows(Q, W, p, keys, items, labels, valid, n_active, offsets, lr, two_wd, logits):
-    """FedMF / SVD / Top-K: rows of W are D_i for the (client, item) pairs; q = Q_i + D_i.
-
-    Q (N, d) frozen; W (U + 1, d) zero at entry, updated in place; p (M, d) user vectors in schedule order,
-    updated in place; keys/items/labels/valid (R, B) per schedule row; logits (R, B) written."""
+def _full_rows(Q, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr, two_wd, loss):
     for m in prange(p.shape[0]):
-        _full_client(m, Q, W, p, keys, items, labels, valid, n_active, offsets, lr, two_wd, logits)
+        _full_client(m, Q, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr, two_wd, loss)
 
 
 @njit(cache=True, fastmath=_FAST)
-def _full_client(m, Q, W, p, keys, items, labels, valid, n_active, offsets, lr, two_wd, logits):
-    M, d = p.shape
-    Bs = keys.shape[1]
-    T = n_active.shape[0]
-    N = Q.shape[0]
-    lr32 = np.float32(lr)
-    neg_lr = np.float32(-lr)
-    wd = np.float32(two_wd)
-    one = np.float32(1.0)
-    if True:
-        E = np.empty((Bs, d), dtype=np.float32)
-        g = np.empty(Bs, dtype=np.float32)
-        ge = np.empty(d, dtype=np.float32)
-        count = np.zeros(N, dtype=np.int32)  # occurrences of an item in the current batch
-        pm = p[m]
-        for t in range(T):
-            if m >= n_active[t]:
-                break
-            r = offsets[t] + m
-            nv = 0
-            for b in range(Bs):
-                if not valid[r, b]:
-                    continue
-                nv += 1
-                count[items[r, b]] += 1
-                k = keys[r, b]
-                i = items[r, b]
-                x = np.float32(0.0)
-                for j in range(d):
-                    e = Q[i, j] + W[k, j]
-                    E[b, j] = e
-                    x += e * pm[j]
-                logits[r, b] = x
-                g[b] = one / (one + np.exp(-x)) - labels[r, b]
+def _full_client(m, Q, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr, two_wd, loss):
+    d = p.shape[1]
+    Bs = slots.shape[1]
+    lr32, neg_lr, wd, one = np.float32(lr), np.float32(-lr), np.float32(two_wd), np.float32(1.0)
+    E = np.empty((Bs, d), dtype=np.float32)  # the batch's q + D rows as read (before this step's update)
+    g = np.empty(Bs, dtype=np.float32)
+    ge = np.empty(d, dtype=np.float32)
+    item = np.empty(Bs, dtype=np.int64)
+    key = np.empty(Bs, dtype=np.int64)
+    count = np.zeros(Q.shape[0], dtype=np.int32)  # occurrences of an item in the current batch
+    pm = p[m]
+    total = 0.0
+    for t in range(n_active.shape[0]):
+        if m >= n_active[t]:
+            break
+        r = offsets[t] + m
+        nb = 0
+        for b in range(Bs):
+            s = slots[r, b]
+            if s < 0:
+                continue
+            i, k = s_item[s], row_of_sample[s]
+            item[nb], key[nb] = i, k
+            count[i] += 1
+            x = np.float32(0.0)
             for j in range(d):
-                ge[j] = 0.0
-            for b in range(Bs):
-                if valid[r, b]:
-                    gb = g[b]
-                    for j in range(d):
-                        ge[j] += gb * E[b, j]
-            # item rows: -lr times the mean over a row's occurrences in the batch of (g p + 2 wd e)
-            for b in range(Bs):
-                if not valid[r, b]:
-                    continue
-                i = items[r, b]
-                s = (one / np.float32(count[i])) * neg_lr
-                k = keys[r, b]
-                gb = g[b]
-                for j in range(d):
-                    W[k, j] += (gb * pm[j] + wd * E[b, j]) * s
-            for b in range(Bs):
-                if valid[r, b]:
-                    count[items[r, b]] = 0
-            inv_nv = one / np.float32(max(nv, 1))
+                e = Q[i, j] + W[k, j]
+                E[nb, j] = e
+                x += e * pm[j]
+            sg, bce = _sigmoid_bce(x, s_label[s])
+            g[nb] = sg - s_label[s]
+            total += bce
+            nb += 1
+        for j in range(d):
+            ge[j] = 0.0
+        for b in range(nb):
             for j in range(d):
-                pm[j] -= lr32 * (ge[j] * inv_nv + wd * pm[j])
+                ge[j] += g[b] * E[b, j]
+        # item rows: -lr times the mean over a row's occurrences in the batch of (g p + 2 wd e)
+        for b in range(nb):
+            sc = (one / np.float32(count[item[b]])) * neg_lr
+            k, gb = key[b], g[b]
+            for j in range(d):
+                W[k, j] += (gb * pm[j] + wd * E[b, j]) * sc
+        for b in range(nb):
+            count[item[b]] = 0
+        inv_nv = one / np.float32(max(nb, 1))
+        for j in range(d):
+            pm[j] -= lr32 * (ge[j] * inv_nv + wd * pm[j])
+    loss[m] = total
 
 
 @njit(cache=True, parallel=True)
-def _lowrank_rows(QB, Q, B, BtB, row_scale, W, p, keys, items, labels, valid, n_active, offsets, lr, two_wd,
-                 logits):
-    """CoLR / SCoLR: rows of W are a_i (width r) and q = Q_i + B a_i, trained in A's r-dimensional space:
-    x = p.Q_i + (B^T p).a_i, dL/da = row_scale * (g B^T p + 2 wd (B^T Q_i + B^T B a_i)).
-
-    QB = Q @ B (N, r), computed once; row_scale (M, r) per client in schedule order."""
+def _lowrank_rows(QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr,
+                  two_wd, loss):
     for m in prange(p.shape[0]):
-        _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, keys, items, labels, valid, n_active, offsets, lr,
-                        two_wd, logits)
+        _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, row_of_sample, n_active,
+                        offsets, lr, two_wd, loss)
 
 
 @njit(cache=True, fastmath=_FAST)
-def _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, keys, items, labels, valid, n_active, offsets, lr, two_wd,
-                    logits):
-    M, d = p.shape
-    r_ = B.shape[1]
-    Bs = keys.shape[1]
-    T = n_active.shape[0]
-    N = Q.shape[0]
-    lr32 = np.float32(lr)
-    neg_lr = np.float32(-lr)
-    wd = np.float32(two_wd)
-    one = np.float32(1.0)
-    if True:
-        g = np.empty(Bs, dtype=np.float32)
-        ge = np.empty(d, dtype=np.float32)
-        ga = np.empty(r_, dtype=np.float32)
-        Bp = np.empty(r_, dtype=np.float32)
-        A = np.empty((Bs, r_), dtype=np.float32)  # the batch's a rows as read (before this step's update)
-        count = np.zeros(N, dtype=np.int32)
-        pm = p[m]
-        for t in range(T):
-            if m >= n_active[t]:
-                break
-            row = offsets[t] + m
-            for c in range(r_):
-                acc = np.float32(0.0)
-                for j in range(d):
-                    acc += pm[j] * B[j, c]
-                Bp[c] = acc
-            nv = 0
-            for b in range(Bs):
-                if not valid[row, b]:
-                    continue
-                nv += 1
-                i = items[row, b]
-                count[i] += 1
-                k = keys[row, b]
-                x = np.float32(0.0)
-                for j in range(d):
-                    x += Q[i, j] * pm[j]
-                y = np.float32(0.0)
-                for c in range(r_):
-                    A[b, c] = W[k, c]
-                    y += W[k, c] * Bp[c]
-                x = x + y
-                logits[row, b] = x
-                g[b] = one / (one + np.exp(-x)) - labels[row, b]
+def _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets,
+                    lr, two_wd, loss):
+    d, rk = p.shape[1], B.shape[1]
+    Bs = slots.shape[1]
+    lr32, neg_lr, wd, one = np.float32(lr), np.float32(-lr), np.float32(two_wd), np.float32(1.0)
+    A = np.empty((Bs, rk), dtype=np.float32)  # the batch's a rows as read (before this step's update)
+    g = np.empty(Bs, dtype=np.float32)
+    ge = np.empty(d, dtype=np.float32)
+    ga = np.empty(rk, dtype=np.float32)
+    Bp = np.empty(rk, dtype=np.float32)
+    item = np.empty(Bs, dtype=np.int64)
+    key = np.empty(Bs, dtype=np.int64)
+    count = np.zeros(Q.shape[0], dtype=np.int32)
+    pm = p[m]
+    total = 0.0
+    for t in range(n_active.shape[0]):
+        if m >= n_active[t]:
+            break
+        r = offsets[t] + m
+        for c in range(rk):
+            acc = np.float32(0.0)
             for j in range(d):
-                ge[j] = 0.0
-            for c in range(r_):
-                ga[c] = 0.0
-            for b in range(Bs):
-                if valid[row, b]:
-                    gb = g[b]
-                    i = items[row, b]
-                    for j in range(d):
-                        ge[j] += gb * Q[i, j]
-                    for c in range(r_):
-                        ga[c] += gb * A[b, c]
-            for j in range(d):  # + (sum_b g a) B^T
-                acc = np.float32(0.0)
-                for c in range(r_):
-                    acc += ga[c] * B[j, c]
-                ge[j] += acc
-            for b in range(Bs):
-                if not valid[row, b]:
-                    continue
-                i = items[row, b]
-                s = (one / np.float32(count[i])) * neg_lr
-                k = keys[row, b]
-                gb = g[b]
-                for c in range(r_):
-                    ab = np.float32(0.0)
-                    for c2 in range(r_):
-                        ab += A[b, c2] * BtB[c2, c]
-                    W[k, c] += (gb * Bp[c] + wd * (QB[i, c] + ab)) * row_scale[m, c] * s
-            for b in range(Bs):
-                if valid[row, b]:
-                    count[items[row, b]] = 0
-            inv_nv = one / np.float32(max(nv, 1))
+                acc += pm[j] * B[j, c]
+            Bp[c] = acc
+        nb = 0
+        for b in range(Bs):
+            s = slots[r, b]
+            if s < 0:
+                continue
+            i, k = s_item[s], row_of_sample[s]
+            item[nb], key[nb] = i, k
+            count[i] += 1
+            x = np.float32(0.0)
             for j in range(d):
-                pm[j] -= lr32 * (ge[j] * inv_nv + wd * pm[j])
+                x += Q[i, j] * pm[j]
+            y = np.float32(0.0)
+            for c in range(rk):
+                A[nb, c] = W[k, c]
+                y += W[k, c] * Bp[c]
+            x = x + y
+            sg, bce = _sigmoid_bce(x, s_label[s])
+            g[nb] = sg - s_label[s]
+            total += bce
+            nb += 1
+        for j in range(d):
+            ge[j] = 0.0
+        for c in range(rk):
+            ga[c] = 0.0
+        for b in range(nb):
+            gb, i = g[b], item[b]
+            for j in range(d):
+                ge[j] += gb * Q[i, j]
+            for c in range(rk):
+                ga[c] += gb * A[b, c]
+        for j in range(d):  # dL/dp gets (sum_b g a) B^T
+            acc = np.float32(0.0)
+            for c in range(rk):
+                acc += ga[c] * B[j, c]
+            ge[j] += acc
+        for b in range(nb):
+            sc = (one / np.float32(count[item[b]])) * neg_lr
+            k, i, gb = key[b], item[b], g[b]
+            for c in range(rk):
+                ab = np.float32(0.0)
+                for c2 in range(rk):
+                    ab += A[b, c2] * BtB[c2, c]
+                W[k, c] += (gb * Bp[c] + wd * (QB[i, c] + ab)) * row_scale[m, c] * sc
+        for b in range(nb):
+            count[item[b]] = 0
+        inv_nv = one / np.float32(max(nb, 1))
+        for j in range(d):
+            pm[j] -= lr32 * (ge[j] * inv_nv + wd * pm[j])
+    loss[m] = total
 
 
-def _chunked(kernel):
-    def run(*args):
-        # as many threads as torch's (LABCORE_THREADS, one by default: see engine.use_threads)
-        set_num_threads(max(1, min(int(os.environ.get("LABCORE_THREADS", "1")), config.NUMBA_NUM_THREADS)))
-        old = get_parallel_chunksize()
-        set_parallel_chunksize(_CHUNK)
-        try:
-            kernel(*args)
-        finally:
-            set_parallel_chunksize(old)
-    run.__doc__ = kernel.__doc__
-    return run
+def full_rows(Q, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr, two_wd) -> float:
+    """FedMF / SVD / Top-K: W's rows are D_i of the touched (client, item) pairs and q = Q_i + D_i.
+
+    Q (N, d) frozen; W (U, d) zero at entry, trained in place; p (M, d) user vectors in schedule order
+    (`RoundPlan.order`), trained in place; slots (R, B) the plan's schedule; per sample its item, label and
+    row of W. Returns the summed BCE loss of every slot (before its step)."""
+    loss = np.zeros(p.shape[0])
+    with compiled_threads():
+        _full_rows(Q, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr, two_wd, loss)
+    return float(loss.sum())
 
 
-full_rows = _chunked(_full_rows)
-lowrank_rows = _chunked(_lowrank_rows)
+def lowrank_rows(Q, B, row_scale, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr,
+                 two_wd) -> float:
+    """CoLR / SCoLR: W's rows are a_i (width r) and q = Q_i + B a_i, trained in A's r-dimensional space:
+    x = p.Q_i + (B^T p).a_i, dL/da = row_scale (g B^T p + 2 wd (B^T Q_i + B^T B a_i)).
+    row_scale (M, r) per client in schedule order (SCoLR's column mask times its lr scale)."""
+    QB, BtB = Q @ B, B.T @ B  # Q is frozen during local training: B^T Q_i once per item
+    loss = np.zeros(p.shape[0])
+    with compiled_threads():
+        _lowrank_rows(QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets,
+                      lr, two_wd, loss)
+    return float(loss.sum())

@@ -11,8 +11,11 @@ Update rule, as in the CoLR reference code (embeddings with
 `scale_grad_by_freq=True`, loss averaged over the batch, learning rate
 multiplied by the batch size, L2 on the embeddings the batch uses): every
 row a batch touches moves by `lr` times the *mean over its occurrences* of
-its per-sample gradient. Closed-form gradients, one batched step for all
-clients, no Python loop over clients.
+its per-sample gradient. Closed-form gradients, no Python loop over clients:
+`train_cohort` (the engine's) walks each client's steps in one compiled pass
+(`fused_kernel`); `train_cohort_batched` takes one batched torch step for all
+clients at a time (the former engine: the benchmark baseline, and bit for bit
+the dense layout of `loop_oracle`).
 
 Rows are the (client, item) pairs the cohort touches, and nothing else: a
 client's update is zero on every item outside its positives and sampled
@@ -161,8 +164,37 @@ def _inv_counts(items: np.ndarray, valid: np.ndarray, n_items: int) -> np.ndarra
     return inv
 
 
+class Workspace:
+    """A float32 buffer kept from round to round for the update table W.
+
+    A full ML-1M round's W is 1 GB; freshly allocated memory is faulted in page by page on first write,
+    which costs 0.2 to 2.5 s a round on this kind of machine (more than the training). Reusing one buffer
+    pays that once. The table handed out is only valid until the next `zeros` call: the engine gives a
+    workspace only when nothing keeps a round's rows past the round (not with `keep_view`)."""
+
+    def __init__(self):
+        self._buf = np.empty(0, dtype=np.float32)
+
+    def zeros(self, rows: int, width: int) -> np.ndarray:
+        n = rows * width
+        if self._buf.shape[0] < n:
+            self._buf = np.empty(int(n * 1.1) + 1024, dtype=np.float32)  # headroom: U varies round to round
+        W = self._buf[:n].reshape(rows, width)
+        W.fill(0.0)
+        return W
+
+
+def _zeros(rows: int, width: int, workspace: Workspace | None) -> np.ndarray:
+    if workspace is not None:
+        return workspace.zeros(rows, width)
+    # np.empty + fill, not np.zeros: numpy asks for huge pages on the former, calloc faults in 4 KB pages
+    W = np.empty((rows, width), dtype=np.float32)
+    W.fill(0.0)
+    return W
+
+
 def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,
-                 lowrank: LowRank | None = None) -> LocalResult:
+                 lowrank: LowRank | None = None, workspace: Workspace | None = None) -> LocalResult:
     """The engine's trainer: each client walks its steps in one compiled pass (`fused_kernel`), reading and
     writing its touched rows in place. The same update as `train_cohort_batched` up to summation order."""
     from . import fused_kernel
@@ -170,36 +202,29 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
     if Q.dtype != torch.float32:  # the kernel is float32 like every run; other dtypes take the torch path
         return train_cohort_batched(Q, p0, plan, lr, weight_decay, lowrank)
     M, (N, d) = plan.n_clients, Q.shape
-    uniq, row_of_sample = touched_rows(plan, N)
-    U = int(uniq.shape[0])
-    slots = plan.slots
-    valid = slots >= 0
-    idx = np.where(valid, slots, 0)
-    items = plan.sample_item[idx]
-    keys = np.where(valid, row_of_sample.numpy()[idx], U)
-    labels = np.where(valid, plan.sample_label[idx], np.float32(0.5)).astype(np.float32)
-    del idx
+    first = np.searchsorted(plan.sample_client, np.arange(M + 1)).astype(np.int64)
+    if np.any(np.diff(plan.sample_client) < 0):  # samples not grouped by client (no plan of ours does this)
+        uniq, ros = touched_rows(plan, N)
+        row_client, row_item, row_of_sample = (uniq // N).numpy(), (uniq % N).numpy(), ros.numpy()
+    else:
+        row_client, row_item, row_of_sample = fused_kernel.touched_rows_grouped(first, plan.sample_item, N)
     order_t = torch.from_numpy(plan.order)
     p = np.ascontiguousarray(p0[order_t].numpy(), dtype=np.float32)
-    logits = np.zeros(slots.shape, dtype=np.float32)
     Qn = np.ascontiguousarray(Q.numpy())
-    n_active, offsets = plan.n_active.astype(np.int64), plan.offsets.astype(np.int64)
+    label = np.ascontiguousarray(plan.sample_label, dtype=np.float32)
+    sched = (plan.slots, plan.sample_item, label, row_of_sample, plan.n_active.astype(np.int64),
+             plan.offsets.astype(np.int64), lr, 2.0 * weight_decay)
     if lowrank is None:
-        W = np.zeros((U + 1, d), dtype=np.float32)
-        fused_kernel.full_rows(Qn, W, p, keys, items, labels, valid, n_active, offsets, lr, 2.0 * weight_decay,
-                               logits)
+        W = _zeros(row_item.shape[0], d, workspace)
+        loss_sum = fused_kernel.full_rows(Qn, W, p, *sched)
     else:
-        B = lowrank.B.to(torch.float32)
+        B = np.ascontiguousarray(lowrank.B.to(torch.float32).numpy())
         row_scale = (lowrank.col_mask * lowrank.grad_scale[:, None]).to(torch.float32)[order_t]
-        W = np.zeros((U + 1, B.shape[1]), dtype=np.float32)
-        fused_kernel.lowrank_rows((Q @ B).numpy(), Qn, np.ascontiguousarray(B.numpy()), (B.T @ B).numpy(),
-                                  np.ascontiguousarray(row_scale.numpy()), W, p, keys, items, labels, valid,
-                                  n_active, offsets, lr, 2.0 * weight_decay, logits)
-    lg, lb, vf = torch.from_numpy(logits), torch.from_numpy(labels), torch.from_numpy(valid).to(torch.float32)
-    loss_sum = float(((torch.nn.functional.softplus(lg) - lb * lg) * vf).sum())
+        W = _zeros(row_item.shape[0], B.shape[1], workspace)
+        loss_sum = fused_kernel.lowrank_rows(Qn, B, np.ascontiguousarray(row_scale.numpy()), W, p, *sched)
     back = torch.from_numpy(np.argsort(plan.order))
-    rows = RowUpdate(M, N, uniq // N, uniq % N, torch.from_numpy(W[:U]))
-    return LocalResult(torch.from_numpy(p)[back], None, None, loss_sum, int(valid.sum()), rows)
+    rows = RowUpdate(M, N, torch.from_numpy(row_client), torch.from_numpy(row_item), torch.from_numpy(W))
+    return LocalResult(torch.from_numpy(p)[back], None, None, loss_sum, int((plan.slots >= 0).sum()), rows)
 
 
 def train_cohort_batched(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,

@@ -7,8 +7,11 @@ this loop as the baseline.
 
 `train_cohort_dense` is the batched trainer in its former layout (rows addressed as
 client * n_items + item, a dense (M, N, width) update): the same numbers as
-`local_train.train_cohort`, kept callable so that benchmarks/engine_full_participation.py
+`local_train.train_cohort_batched`, kept callable so that benchmarks/engine_full_participation.py
 can time today's layout against it in one process.
+
+`plan_round_numpy` is `sampling.plan_round` written with whole-array numpy (the former version): the
+compiled one must give the same plan, bit for bit.
 """
 from __future__ import annotations
 
@@ -17,7 +20,8 @@ import torch
 import torch.nn.functional as F
 
 from .local_train import LocalResult, LowRank, touched_items
-from .sampling import RoundPlan
+from .sampling import (STREAM_NEGATIVES, STREAM_SHUFFLE, NegativeSampler, RoundPlan, round_rng,
+                       schedule_rows)
 
 
 def train_clients_loop(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,
@@ -132,3 +136,32 @@ def train_cohort_dense(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: f
     back = torch.from_numpy(np.argsort(order))
     update = W[: M * N].view(M, N, width)[back]
     return LocalResult(p[back], update, touched_items(plan, N), loss_sum, int(vf.sum()))
+
+
+def plan_round_numpy(data, sampler: NegativeSampler, clients: np.ndarray, num_negatives: int, epochs: int,
+                     batch_size: int, seed: int, round_idx: int) -> RoundPlan:
+    counts = data.train_counts()[clients]
+    m = clients.shape[0]
+    per_client = counts * (1 + num_negatives)
+    first = np.cumsum(per_client) - per_client  # each client's block: its positives, then its negatives
+    total = int(per_client.sum())
+    s_client = np.repeat(np.arange(m), per_client)
+    local_pos = np.arange(total) - first[s_client]
+    is_pos = local_pos < counts[s_client]
+    pos_rows = np.nonzero(is_pos)[0]
+    s_item = np.empty(total, dtype=np.int64)
+    s_item[pos_rows] = data.train_items[data.train_indptr[clients][s_client[pos_rows]] + local_pos[pos_rows]]
+    neg_rows = np.nonzero(~is_pos)[0]
+    s_item[neg_rows] = sampler.sample(clients[s_client[neg_rows]], round_rng(seed, round_idx, STREAM_NEGATIVES))
+    s_label = is_pos.astype(np.float32)
+    n_batches = -(-per_client // batch_size)
+    n_steps = (n_batches * epochs).astype(np.int64)
+    order, n_active, offsets, position = schedule_rows(n_steps)
+    slots = np.full((int(offsets[-1]), batch_size), -1, dtype=np.int64)
+    rng = round_rng(seed, round_idx, STREAM_SHUFFLE)
+    for e in range(epochs):
+        perm = np.argsort(s_client + rng.random(total))
+        step = e * n_batches[s_client] + local_pos // batch_size
+        slots[offsets[step] + position[s_client], local_pos % batch_size] = perm
+    return RoundPlan(clients, counts.astype(np.int64), s_client, s_item, s_label, n_steps, order, n_active,
+                     offsets, slots)

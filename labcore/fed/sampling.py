@@ -130,21 +130,28 @@ def schedule_rows(n_steps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 def plan_round(data: InteractionData, sampler: NegativeSampler, clients: np.ndarray, num_negatives: int,
                epochs: int, batch_size: int, seed: int, round_idx: int) -> RoundPlan:
-    counts = data.train_counts()[clients]
+    from . import sampling_kernels as K
+    from .threads import compiled_threads
+
+    with compiled_threads():
+        return _plan_round(K, data, sampler, clients, num_negatives, epochs, batch_size, seed, round_idx)
+
+
+def _plan_round(K, data, sampler, clients, num_negatives, epochs, batch_size, seed, round_idx) -> RoundPlan:
+    counts = data.train_counts()[clients].astype(np.int64)
     m = clients.shape[0]
     per_client = counts * (1 + num_negatives)
-    first = np.cumsum(per_client) - per_client  # each client's block: its positives, then its negatives
-    total = int(per_client.sum())
+    first = np.concatenate([[0], np.cumsum(per_client)]).astype(np.int64)  # client m: its positives, then negatives
+    total = int(first[-1])
     s_client = np.repeat(np.arange(m), per_client)
-    local_pos = np.arange(total) - first[s_client]
-    is_pos = local_pos < counts[s_client]
-    pos_rows = np.nonzero(is_pos)[0]
-    # positives: the client's training items in order
+    neg_first = np.concatenate([[0], np.cumsum(counts * num_negatives)]).astype(np.int64)
     s_item = np.empty(total, dtype=np.int64)
-    s_item[pos_rows] = data.train_items[data.train_indptr[clients][s_client[pos_rows]] + local_pos[pos_rows]]
-    neg_rows = np.nonzero(~is_pos)[0]
-    s_item[neg_rows] = sampler.sample(clients[s_client[neg_rows]], round_rng(seed, round_idx, STREAM_NEGATIVES))
-    s_label = is_pos.astype(np.float32)
+    s_label = np.empty(total, dtype=np.float32)
+    neg_user = np.empty(int(neg_first[-1]), dtype=np.int64)
+    K.layout_samples(first, counts, data.train_indptr[clients].astype(np.int64), data.train_items,
+                     clients.astype(np.int64), s_item, s_label, neg_user, neg_first)
+    neg_item = sampler.sample(neg_user, round_rng(seed, round_idx, STREAM_NEGATIVES))
+    K.place_negatives(first, counts, neg_first, neg_item, s_item)
 
     n_batches = -(-per_client // batch_size)  # ceil
     n_steps = (n_batches * epochs).astype(np.int64)
@@ -153,8 +160,10 @@ def plan_round(data: InteractionData, sampler: NegativeSampler, clients: np.ndar
     rng = round_rng(seed, round_idx, STREAM_SHUFFLE)
     for e in range(epochs):  # a loop over epochs (2), not over clients
         # a per-client random permutation: sort samples by client + a random fraction
-        perm = np.argsort(s_client + rng.random(total))
-        step = e * n_batches[s_client] + local_pos // batch_size
-        slots[offsets[step] + position[s_client], local_pos % batch_size] = perm
-    return RoundPlan(clients, counts.astype(np.int64), s_client, s_item, s_label, n_steps, order, n_active,
-                     offsets, slots)
+        keys = s_client + rng.random(total)
+        if not K.shuffle_into_slots(keys, first, n_batches, e, offsets, position, batch_size, slots):
+            perm = np.argsort(keys)  # a tie (never seen in practice): the global sort decides, as it always did
+            local_pos = np.arange(total) - first[s_client]
+            step = e * n_batches[s_client] + local_pos // batch_size
+            slots[offsets[step] + position[s_client], local_pos % batch_size] = perm
+    return RoundPlan(clients, counts, s_client, s_item, s_label, n_steps, order, n_active, offsets, slots)

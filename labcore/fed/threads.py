@@ -1,0 +1,28 @@
+"""How many threads the compiled (numba) loops of a round use: as many as torch's, LABCORE_THREADS, one by
+default (`engine.use_threads` says why: several processes share a 2-core laptop, and a parallel region that
+waits for a descheduled thread is slower than one thread)."""
+from __future__ import annotations
+
+import os
+
+from numba import config, get_parallel_chunksize, set_num_threads, set_parallel_chunksize
+
+# clients come heaviest first (`RoundPlan.order`): hand them to threads in small chunks, not in two halves
+CHUNK = 16
+
+
+def n_threads() -> int:
+    return max(1, min(int(os.environ.get("LABCORE_THREADS", "1")), config.NUMBA_NUM_THREADS))
+
+
+class compiled_threads:
+    """`with compiled_threads(): kernel(...)`: the kernel's prange loops run on n_threads() threads, clients
+    handed out CHUNK at a time."""
+
+    def __enter__(self):
+        set_num_threads(n_threads())
+        self.old = get_parallel_chunksize()
+        set_parallel_chunksize(CHUNK)
+
+    def __exit__(self, *exc):
+        set_parallel_chunksize(self.old)
