@@ -30,12 +30,18 @@ def _sparse(M, N, k, density, seed):
 @pytest.mark.parametrize("M,N,k,layout", [(1, 9, 3, "item"), (5, 50, 1, "item"), (17, 50, 3, "factor"),
                                           (60, 300, 64, "item"), (60, 300, 4, "factor"), (60, 301, 2, "factor"),
                                           (375, 40, 16, "item"), (4500, 6, 3, "item"), (300, 7, 8, "factor")])
-def test_row_sum_is_the_dense_sum_bit_for_bit(M, N, k, layout):
+def test_row_sum_adds_each_items_rows_in_client_order(M, N, k, layout):
     X, t = _sparse(M, N, k, 0.3, M + N + k)
     rows = RowUpdate.from_dense(X, t)
-    assert torch.equal(rows_sum(rows, layout), _dense_layout(X, layout).sum(0))
+    in_order = torch.zeros(N, k)
+    for m in range(M):  # float32, clients one after the other
+        in_order += X[m]
+    assert torch.equal(rows_sum(rows, layout), in_order)
+    exact = X.double().sum(0)
+    assert torch.allclose(rows_sum(rows, layout).double(), exact, rtol=1e-5, atol=1e-5)
+    assert torch.allclose(_dense_layout(X, layout).sum(0).double(), exact, rtol=1e-5, atol=1e-5)
     counts = t.sum(0).clamp(min=1).to(X.dtype)
-    assert torch.equal(rows_item_mean(rows, layout), _dense_layout(X, layout).sum(0) / counts[:, None])
+    assert torch.equal(rows_item_mean(rows, layout), in_order / counts[:, None])
     w = torch.rand(M, generator=torch.Generator().manual_seed(1))
     assert torch.allclose(rows_weighted_sum(rows, w), weighted_sum(X, w), atol=1e-6)
 
@@ -100,19 +106,19 @@ def test_fused_trainer_gives_the_same_bits_on_one_or_two_threads(tiny, lowrank, 
                                           ("topk", {"topk_ratio": 0.25}), ("colr", {"aggregation": "weighted"}),
                                           ("fedmf", {"up_bits": 3, "quant_bucket": 16})])
 def test_row_layout_gives_the_dense_layouts_numbers(tiny, method, extra):
-    """Same table (to the bit, effective rank to 1e-6), same ledger, same item table, round after round."""
+    """The engine (fused trainer, row layout) against the dense layout with the batched trainer: the same
+    table to float rounding (training and the client sum add in another order), the same ledger, round
+    after round."""
     cfg = RunConfig(method=method, **{**FAST, **extra})
-    a, b = Simulation(cfg, tiny, trainer=train_cohort_batched), Simulation(cfg, tiny, layout="dense")
+    a, b = Simulation(cfg, tiny), Simulation(cfg, tiny, layout="dense")
     for _ in range(cfg.rounds):
         a.step(), b.step()
-    assert torch.equal(a.Q, b.Q) and torch.equal(a.P, b.P)
+    assert torch.allclose(a.Q, b.Q, rtol=1e-4, atol=1e-6) and torch.allclose(a.P, b.P, rtol=1e-4, atol=1e-6)
     ta, tb = a.result(True).table.drop(columns=["sec_local"]), b.result(True).table.drop(columns=["sec_local"])
+    assert list(ta.columns) == list(tb.columns)
     for c in ta.columns:
         x, y = ta[c].to_numpy(dtype=float), tb[c].to_numpy(dtype=float)
-        if c in ("erank_mean", "agg_erank", "agg_n90", "agg_n99"):
-            assert np.allclose(x, y, rtol=1e-6, equal_nan=True)
-        else:
-            assert np.array_equal(x, y, equal_nan=True), c
+        assert np.allclose(x, y, rtol=1e-5, atol=1e-7, equal_nan=True), c
     assert a.ledger.frame().equals(b.ledger.frame())
 
 

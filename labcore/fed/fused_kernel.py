@@ -125,17 +125,17 @@ def _full_client(m, Q, W, p, slots, s_item, s_label, row_of_sample, n_active, of
             g[nb] = sg - s_label[s]
             total += bce
             nb += 1
+        # user: mean over the batch of g e; item rows: -lr times the mean over a row's occurrences in the
+        # batch of (g p + 2 wd e). One pass over the batch for both.
         for j in range(d):
             ge[j] = 0.0
-        for b in range(nb):
-            for j in range(d):
-                ge[j] += g[b] * E[b, j]
-        # item rows: -lr times the mean over a row's occurrences in the batch of (g p + 2 wd e)
         for b in range(nb):
             sc = (one / np.float32(count[item[b]])) * neg_lr
             k, gb = key[b], g[b]
             for j in range(d):
-                W[k, j] += (gb * pm[j] + wd * E[b, j]) * sc
+                e = E[b, j]
+                ge[j] += gb * e
+                W[k, j] += (gb * pm[j] + wd * e) * sc
         for b in range(nb):
             count[item[b]] = 0
         inv_nv = one / np.float32(max(nb, 1))

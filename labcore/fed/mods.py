@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import torch
+from numba import njit
 
 from ..methods.base import FLOAT_KINDS, Wire
 from ..methods.quantize import dequantize, pack_codes, packed_bytes, quantize
@@ -43,14 +44,20 @@ def quantize_wires(wires: list[Wire], bits: int, bucket: int, gen: torch.Generat
     return sent, received
 
 
+@njit(cache=True)
+def _set_bits(packed, client, item):
+    """packed[c, i // 8] |= 1 << (i % 8) for every row (np.bitwise_or.at, in one compiled pass)."""
+    for j in range(client.shape[0]):
+        packed[client[j], item[j] >> 3] |= np.uint8(1 << (item[j] & 7))
+
+
 def item_mask_wire(touched: torch.Tensor | RowUpdate) -> Wire:
     """Which items a client trained on, as a bitmap: per-item normalisation needs it (the CoLR
     reference sends it too, encrypted). 1 bit per item. `touched`: (M, N) bool, or the touched rows."""
     if isinstance(touched, RowUpdate):  # set the bits straight from the rows, without an (M, N) bool table
         M, N = touched.n_clients, touched.n_items
         packed = np.zeros((M, -(-N // 8)), dtype=np.uint8)
-        item = touched.item.numpy()
-        np.bitwise_or.at(packed, (touched.client.numpy(), item >> 3), (1 << (item & 7)).astype(np.uint8))
+        _set_bits(packed, touched.client.numpy(), touched.item.numpy())
         return Wire("item_mask", "meta", torch.from_numpy(packed))
     packed = np.packbits(touched.numpy(), axis=1, bitorder="little")
     return Wire("item_mask", "meta", torch.from_numpy(packed))
