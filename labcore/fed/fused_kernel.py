@@ -17,7 +17,10 @@ from numba import njit, prange
 
 from .threads import compiled_threads
 
-# reassociation lets LLVM vectorize the d-long dot products (a fixed order for a given build and CPU)
+# Reassociation lets LLVM vectorize the d-long dot products (partial sums in a fixed order for a given build
+# and CPU). Every such sum is a loop that only loads: a loop that also stores gets a run-time overlap check
+# with a scalar fallback that sums in another order, and which branch runs depends on where the buffers
+# happen to lie in memory, so the same inputs could give different last bits (seen in tests).
 _FAST = {"reassoc", "contract"}
 
 
@@ -77,12 +80,46 @@ def touched_rows_grouped(first: np.ndarray, s_item: np.ndarray, n_items: int):
 
 # --- local training --------------------------------------------------------------------------------------------
 @njit(cache=True, fastmath=_FAST)
-def _sigmoid_bce(x, label):
-    """sigmoid(x) and the loss softplus(x) - label x (float32 math from one exp; the loss column only)."""
+def _grad_bce(x, label):
+    """dBCE/dx = sigmoid(x) - label, and the loss softplus(x) - label x (float32 math from one exp; the
+    loss is for the loss column only)."""
     one = np.float32(1.0)
     ex = np.exp(-x)
     e_abs = ex if x >= 0 else one / ex  # exp(-|x|)
-    return one / (one + ex), max(x, np.float32(0.0)) + np.log1p(e_abs) - label * x
+    return one / (one + ex) - label, max(x, np.float32(0.0)) + np.log1p(e_abs) - label * x
+
+
+@njit(cache=True)
+def _scratch(Bs, d, n_items):
+    """A client's per-step buffers: g and labels per slot, the user gradient, the slots' items and rows,
+    and each item's occurrences in the current batch."""
+    return (np.empty(Bs, dtype=np.float32), np.empty(d, dtype=np.float32), np.empty(Bs, dtype=np.int64),
+            np.empty(Bs, dtype=np.int64), np.empty(Bs, dtype=np.float32), np.zeros(n_items, dtype=np.int32))
+
+
+@njit(cache=True)
+def _gather_batch(slots, r, s_item, s_label, row_of_sample, count, item, key, label):
+    """The valid slots of schedule row r: their items, rows of W and labels, first nb entries; counts each
+    item's occurrences in the batch. Returns nb."""
+    nb = 0
+    for b in range(slots.shape[1]):
+        s = slots[r, b]
+        if s < 0:
+            continue
+        item[nb], key[nb], label[nb] = s_item[s], row_of_sample[s], s_label[s]
+        count[item[nb]] += 1
+        nb += 1
+    return nb
+
+
+@njit(cache=True, fastmath=_FAST)
+def _end_step(count, item, nb, pm, ge, lr32, wd):
+    """Reset the batch's item counts; the user step p -= lr (mean over the batch of g e + 2 wd p)."""
+    for b in range(nb):
+        count[item[b]] = 0
+    inv_nv = np.float32(1.0) / np.float32(max(nb, 1))
+    for j in range(pm.shape[0]):
+        pm[j] -= lr32 * (ge[j] * inv_nv + wd * pm[j])
 
 
 @njit(cache=True, parallel=True)
@@ -97,38 +134,25 @@ def _full_client(m, Q, W, p, slots, s_item, s_label, row_of_sample, n_active, of
     Bs = slots.shape[1]
     lr32, neg_lr, wd, one = np.float32(lr), np.float32(-lr), np.float32(two_wd), np.float32(1.0)
     E = np.empty((Bs, d), dtype=np.float32)  # the batch's q + D rows as read (before this step's update)
-    g = np.empty(Bs, dtype=np.float32)
-    ge = np.empty(d, dtype=np.float32)
-    item = np.empty(Bs, dtype=np.int64)
-    key = np.empty(Bs, dtype=np.int64)
-    count = np.zeros(Q.shape[0], dtype=np.int32)  # occurrences of an item in the current batch
+    g, ge, item, key, label, count = _scratch(Bs, d, Q.shape[0])
     pm = p[m]
     total = 0.0
     for t in range(n_active.shape[0]):
         if m >= n_active[t]:
             break
-        r = offsets[t] + m
-        nb = 0
-        for b in range(Bs):
-            s = slots[r, b]
-            if s < 0:
-                continue
-            i, k = s_item[s], row_of_sample[s]
-            item[nb], key[nb] = i, k
-            count[i] += 1
-            x = np.float32(0.0)
+        nb = _gather_batch(slots, offsets[t] + m, s_item, s_label, row_of_sample, count, item, key, label)
+        for b in range(nb):
+            i, k = item[b], key[b]
             for j in range(d):
-                e = Q[i, j] + W[k, j]
-                E[nb, j] = e
-                x += e * pm[j]
-            sg, bce = _sigmoid_bce(x, s_label[s])
-            g[nb] = sg - s_label[s]
+                E[b, j] = Q[i, j] + W[k, j]
+            x = np.float32(0.0)
+            for j in range(d):  # a loop without stores: see _FAST
+                x += E[b, j] * pm[j]
+            g[b], bce = _grad_bce(x, label[b])
             total += bce
-            nb += 1
         # user: mean over the batch of g e; item rows: -lr times the mean over a row's occurrences in the
         # batch of (g p + 2 wd e). One pass over the batch for both.
-        for j in range(d):
-            ge[j] = 0.0
+        ge[:] = 0.0
         for b in range(nb):
             sc = (one / np.float32(count[item[b]])) * neg_lr
             k, gb = key[b], g[b]
@@ -136,11 +160,7 @@ def _full_client(m, Q, W, p, slots, s_item, s_label, row_of_sample, n_active, of
                 e = E[b, j]
                 ge[j] += gb * e
                 W[k, j] += (gb * pm[j] + wd * e) * sc
-        for b in range(nb):
-            count[item[b]] = 0
-        inv_nv = one / np.float32(max(nb, 1))
-        for j in range(d):
-            pm[j] -= lr32 * (ge[j] * inv_nv + wd * pm[j])
+        _end_step(count, item, nb, pm, ge, lr32, wd)
     loss[m] = total
 
 
@@ -159,48 +179,35 @@ def _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, r
     Bs = slots.shape[1]
     lr32, neg_lr, wd, one = np.float32(lr), np.float32(-lr), np.float32(two_wd), np.float32(1.0)
     A = np.empty((Bs, rk), dtype=np.float32)  # the batch's a rows as read (before this step's update)
-    g = np.empty(Bs, dtype=np.float32)
-    ge = np.empty(d, dtype=np.float32)
     ga = np.empty(rk, dtype=np.float32)
     Bp = np.empty(rk, dtype=np.float32)
-    item = np.empty(Bs, dtype=np.int64)
-    key = np.empty(Bs, dtype=np.int64)
-    count = np.zeros(Q.shape[0], dtype=np.int32)
+    g, ge, item, key, label, count = _scratch(Bs, d, Q.shape[0])
     pm = p[m]
     total = 0.0
     for t in range(n_active.shape[0]):
         if m >= n_active[t]:
             break
-        r = offsets[t] + m
         for c in range(rk):
             acc = np.float32(0.0)
             for j in range(d):
                 acc += pm[j] * B[j, c]
             Bp[c] = acc
-        nb = 0
-        for b in range(Bs):
-            s = slots[r, b]
-            if s < 0:
-                continue
-            i, k = s_item[s], row_of_sample[s]
-            item[nb], key[nb] = i, k
-            count[i] += 1
+        nb = _gather_batch(slots, offsets[t] + m, s_item, s_label, row_of_sample, count, item, key, label)
+        for b in range(nb):
+            i, k = item[b], key[b]
             x = np.float32(0.0)
             for j in range(d):
                 x += Q[i, j] * pm[j]
-            y = np.float32(0.0)
             for c in range(rk):
-                A[nb, c] = W[k, c]
-                y += W[k, c] * Bp[c]
+                A[b, c] = W[k, c]
+            y = np.float32(0.0)
+            for c in range(rk):  # a loop without stores: see _FAST
+                y += A[b, c] * Bp[c]
             x = x + y
-            sg, bce = _sigmoid_bce(x, s_label[s])
-            g[nb] = sg - s_label[s]
+            g[b], bce = _grad_bce(x, label[b])
             total += bce
-            nb += 1
-        for j in range(d):
-            ge[j] = 0.0
-        for c in range(rk):
-            ga[c] = 0.0
+        ge[:] = 0.0
+        ga[:] = 0.0
         for b in range(nb):
             gb, i = g[b], item[b]
             for j in range(d):
@@ -220,11 +227,7 @@ def _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, r
                 for c2 in range(rk):
                     ab += A[b, c2] * BtB[c2, c]
                 W[k, c] += (gb * Bp[c] + wd * (QB[i, c] + ab)) * row_scale[m, c] * sc
-        for b in range(nb):
-            count[item[b]] = 0
-        inv_nv = one / np.float32(max(nb, 1))
-        for j in range(d):
-            pm[j] -= lr32 * (ge[j] * inv_nv + wd * pm[j])
+        _end_step(count, item, nb, pm, ge, lr32, wd)
     loss[m] = total
 
 
