@@ -1,4 +1,4 @@
-"""The engine's local training against its former implementations, same config, same process.
+"""The engine's local training against its former implementations: the same config, one command, the ratio printed.
 
     rows     (now) each client walks its steps in one compiled pass over its touched rows (`fused_kernel`)
     batched  the former trainer: one batched torch step for all clients at a time, same rows layout
@@ -8,7 +8,7 @@
     python benchmarks/engine_full_participation.py --dataset pinterest --methods colr
     python benchmarks/engine_full_participation.py --clients 60 --rounds 20 # the paper's cohort, 20 rounds each
     python benchmarks/engine_full_participation.py --full                  # the 1000-round paper runs, now and before
-    python benchmarks/engine_full_participation.py --baseline dense           # against the clients x items layout
+    python benchmarks/engine_full_participation.py --baseline dense         # against the clients x items layout
 
 Each implementation runs in its own child process (so that peak memory is its own) with the same config;
 the round times, their ratio and each one's peak resident memory are printed. The dense layout is skipped
