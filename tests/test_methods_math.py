@@ -8,7 +8,9 @@ from sklearn.decomposition import PCA
 
 from labcore.fed.aggregate import aggregate, fedavg_weights, item_mean, weighted_sum
 from labcore.methods.colr import draw_B
-from labcore.methods.compress import svd_reconstruct, svd_truncate, topk_compress, topk_count, topk_decompress
+from labcore.fed.local_train import RowUpdate
+from labcore.methods.compress import (svd_reconstruct, svd_truncate, svd_truncate_rows, topk_compress,
+                                     topk_compress_rows, topk_count, topk_decompress)
 from labcore.methods.quantize import dequantize, pack_codes, quantize, unpack_codes
 from labcore.metrics.effective_rank import components_for, effective_rank_stats, explained_variance_ratios
 from labcore.metrics.ranking import hit_ratio_ndcg
@@ -74,6 +76,37 @@ def test_svd_truncation_error_equals_tail_singular_values():
         err = torch.linalg.norm(X - svd_reconstruct(U, S, V)).item() ** 2
         assert err == pytest.approx(float((s[r:] ** 2).sum()), abs=1e-8)
         assert np.allclose(S[0].numpy(), s[:r])
+
+
+def _touched_rows(M=5, N=30, d=4, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    t = torch.rand(M, N, generator=g) < 0.3
+    t[0] = False  # a client that touched nothing
+    t[1, :2] = True
+    return RowUpdate.from_dense(torch.randn(M, N, d, generator=g) * t[..., None], t)
+
+
+def test_svd_from_the_touched_rows_equals_the_dense_svd():
+    rows = _touched_rows()
+    X = rows.dense()
+    for r in (1, 3):
+        U, S, V = svd_truncate(X, r)
+        Ur, Sr, Vr = svd_truncate_rows(rows.values, rows.indptr, r)
+        assert torch.allclose(Sr, S, atol=1e-5)
+        assert torch.allclose(svd_reconstruct(rows.with_values(Ur).dense(), Sr, Vr), svd_reconstruct(U, S, V),
+                              atol=1e-5)
+    assert Sr[0].abs().max() == 0 and Ur[: rows.indptr[1]].numel() == 0
+
+
+@pytest.mark.parametrize("k", [1, 7, 40, 119])  # 119: more than any client's touched values (zeros then)
+def test_topk_from_the_touched_rows_sends_what_the_dense_topk_sends(k):
+    rows = _touched_rows()
+    X = rows.dense()
+    dense = topk_decompress(*topk_compress(X, k), X.shape)
+    vals, idx = topk_compress_rows(rows.values, rows.item, rows.indptr, rows.n_items, k)
+    assert vals.shape == (5, k) and idx.dtype == torch.int32
+    assert all(len(set(i.tolist())) == k for i in idx)  # distinct positions: a zero never overwrites a value
+    assert torch.equal(topk_decompress(vals, idx, X.shape), dense)
 
 
 def test_quantizer_is_unbiased_and_packs_to_the_stated_width():

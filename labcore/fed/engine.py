@@ -24,6 +24,7 @@ from ..config import ConfigError, RunConfig
 from ..data.base import InteractionData
 from ..methods import make_method
 from ..methods.base import Wire
+from ..methods.compress import topk_count
 from ..metrics import effective_rank_stats, hit_ratio_ndcg
 from ..net.ledger import Ledger
 from ..net.wallclock import RoundTimeModel
@@ -85,7 +86,7 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
 
     An upper estimate from the shapes the round builds: the schedule and per-slot tensors of local training,
     the touched rows (update, row index, the client sum's run tables), and clients x items x width tables
-    where a layout or codec still needs them (the dense layout; SVD / Top-K encode each client's whole table;
+    where a layout or codec still needs them (the dense layout; Top-K decodes each client's whole table;
     quantization and encryption work on each client's whole payload).
     """
     M, N, d = cfg.clients_per_round, data.n_items, cfg.dim
@@ -106,8 +107,11 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
     if layout == "dense":
         T = int((-(-per.max(initial=0) // cfg.batch_size)) * cfg.local_epochs)
         est["dense update tables and schedule"] = 4 * dense_table + T * M * cfg.batch_size * 8
-    elif cfg.method in ("svd", "topk"):
-        est["dense per-client tables (SVD / Top-K encode)"] = 4 * M * N * d * 4
+    elif cfg.method == "svd":  # from the touched rows: Gram matrices, U in float64, the decoded rows
+        est["SVD factors (Gram matrices, U, decoded rows)"] = 3 * M * d * d * 8 + rows * (cfg.rank * 24 + d * 4)
+    elif cfg.method == "topk":  # encoded from the rows, but the k values land anywhere: decoded densely
+        k = topk_count(N * d, cfg.topk_ratio)
+        est["dense per-client tables (Top-K decode)"] = M * N * d * 4 + M * k * 24
     if cfg.up_bits or cfg.down_bits:
         est["quantizer (float64 copies of the payload)"] = 4 * M * N * width * 8
     if cfg.encryption != "none":

@@ -224,8 +224,8 @@ def _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, r
             k, i, gb = key[b], item[b], g[b]
             for c in range(rk):
                 ab = np.float32(0.0)
-                for c2 in range(rk):
-                    ab += A[b, c2] * BtB[c2, c]
+                for c2 in range(rk):  # (B^T B a)_c along row c of the symmetric B^T B: contiguous, vectorized
+                    ab += A[b, c2] * BtB[c, c2]
                 W[k, c] += (gb * Bp[c] + wd * (QB[i, c] + ab)) * row_scale[m, c] * sc
         _end_step(count, item, nb, pm, ge, lr32, wd)
     loss[m] = total

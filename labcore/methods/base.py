@@ -114,22 +114,28 @@ class FedMF:
         """Compressors also compress the downlink unless compress_down is off."""
         return self if self.cfg.compress_down else FedMF(self.cfg, self.n_items)
 
-    def _row_codec(self) -> bool:
-        """Whether this method's uplink is the update itself (FedMF), so it can travel by rows."""
-        return type(self).encode is FedMF.encode
+    # The same two steps from the rows the clients touched (every other row of X is zero), so that nothing
+    # clients x items large is built. None: this codec has no row form (the engine encodes the dense table).
+    # FedMF's uplink is the update itself, sent by rows; SVD / Top-K override both.
+    def encode_rows(self, rows: RowUpdate) -> list[Wire] | None:
+        if type(self).encode is not FedMF.encode:
+            return None
+        return [Wire("delta_Q", "values", None, rows=RowBlock(rows, "item"))]
+
+    def decode_rows(self, wires: dict[str, Wire]) -> RowUpdate | None:
+        """The per-client updates by rows, if the uplink arrived by rows (quantized parts arrive dense)."""
+        w = wires.get("delta_Q")
+        return w.rows.update if w is not None and w.rows is not None else None
 
     # client -> server
     def uplink(self, local: LocalResult, setup: RoundSetup) -> list[Wire]:
-        if local.rows is not None and self._row_codec():
-            return [Wire("delta_Q", "values", None, rows=RowBlock(local.rows, "item"))]
-        return self.encode(local.dense_update())
+        wires = self.encode_rows(local.rows) if local.rows is not None else None
+        return wires if wires is not None else self.encode(local.dense_update())
 
     def decode_uplink(self, wires: dict[str, Wire], setup: RoundSetup) -> torch.Tensor | RowUpdate:
         """Per-client updates in the space the server averages: (M, N, k), or a RowUpdate when sent by rows."""
-        w = wires.get("delta_Q")
-        if w is not None and w.rows is not None:
-            return w.rows.update
-        return self.decode(wires)
+        rows = self.decode_rows(wires)
+        return rows if rows is not None else self.decode(wires)
 
     # server -> clients
     def downlink(self, aggregate: torch.Tensor, setup: RoundSetup) -> list[Wire]:

@@ -22,6 +22,28 @@ def svd_truncate(X: torch.Tensor, r: int) -> tuple[torch.Tensor, torch.Tensor, t
     return U.to(X.dtype), S.to(X.dtype), V.to(X.dtype)
 
 
+def svd_truncate_rows(X: torch.Tensor, indptr, r: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`svd_truncate` of M tables given by their nonzero rows: client m's rows are X[indptr[m]:indptr[m + 1]].
+
+    A zero row adds nothing to the Gram matrix and gets a zero row of U, so U comes back by the same rows
+    (R, r), with S (M, r) and V (M, d, r). Work grows with the rows, not with M x N.
+    """
+    M, d = len(indptr) - 1, X.shape[1]
+    X64 = X.to(torch.float64)
+    spans = [(int(indptr[m]), int(indptr[m + 1])) for m in range(M)]
+    gram = torch.zeros(M, d, d, dtype=torch.float64)
+    for m, (a, b) in enumerate(spans):  # ragged: one small product per client
+        torch.mm(X64[a:b].T, X64[a:b], out=gram[m])
+    evals, evecs = torch.linalg.eigh(gram)
+    V = evecs[..., :, -r:].flip(-1)
+    S = evals[..., -r:].flip(-1).clamp(min=0).sqrt()
+    U = torch.empty(X.shape[0], r, dtype=torch.float64)
+    for m, (a, b) in enumerate(spans):
+        torch.mm(X64[a:b], V[m], out=U[a:b])
+        U[a:b] /= torch.where(S[m] > 0, S[m], torch.ones_like(S[m]))
+    return U.to(X.dtype), S.to(X.dtype), V.to(X.dtype)
+
+
 def svd_reconstruct(U: torch.Tensor, S: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
     return (U * S[..., None, :]) @ V.transpose(-1, -2)
 
@@ -35,6 +57,35 @@ def topk_compress(X: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     flat = X.reshape(X.shape[0], -1)
     idx = flat.abs().topk(k, dim=1, sorted=False).indices
     return flat.gather(1, idx), idx.to(torch.int32)
+
+
+def topk_compress_rows(X: torch.Tensor, item: torch.Tensor, indptr, n_items: int,
+                       k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """`topk_compress` of M (N, d) tables given by their touched rows (client m: X[indptr[m]:indptr[m + 1]] at
+    items item[...]; every other row is zero).
+
+    The same kept values: the k largest magnitudes among the touched values, or all of them and k - n zeros
+    at untouched positions when a client has n < k values (a zero adds nothing when decoded).
+    """
+    M, d = len(indptr) - 1, X.shape[1]
+    values = X.new_zeros(M, k)
+    indices = torch.empty(M, k, dtype=torch.int64)
+    for m in range(M):  # ragged: one top-k per client
+        a, b = int(indptr[m]), int(indptr[m + 1])
+        flat, items = X[a:b].reshape(-1), item[a:b]
+        if k <= flat.shape[0]:
+            local = flat.abs().topk(k, sorted=False).indices
+            values[m] = flat[local]
+            indices[m] = items[local // d] * d + local % d
+            continue
+        n = flat.shape[0]
+        values[m, :n] = flat
+        indices[m, :n] = (items[:, None] * d + torch.arange(d)).reshape(-1)
+        free = torch.ones(n_items, dtype=torch.bool)
+        free[items] = False
+        spare = torch.nonzero(free).squeeze(1)[: -(-(k - n) // d)]
+        indices[m, n:] = (spare[:, None] * d + torch.arange(d)).reshape(-1)[: k - n]
+    return values, indices.to(torch.int32)
 
 
 def topk_decompress(values: torch.Tensor, indices: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:

@@ -3,16 +3,31 @@ from __future__ import annotations
 
 import torch
 
+from ..fed.local_train import RowUpdate
 from .base import FedMF, Wire
-from .compress import topk_compress, topk_count, topk_decompress
+from .compress import topk_compress, topk_compress_rows, topk_count, topk_decompress
 
 
 class TopKCompression(FedMF):
     name = "topk"
 
+    def _k(self) -> int:
+        return topk_count(self.n_items * self.d, self.cfg.topk_ratio)
+
     def encode(self, X: torch.Tensor) -> list[Wire]:
-        values, indices = topk_compress(X, topk_count(self.n_items * self.d, self.cfg.topk_ratio))
+        values, indices = topk_compress(X, self._k())
+        return self._wires(values, indices)
+
+    def encode_rows(self, rows: RowUpdate) -> list[Wire]:
+        """The same message from the touched rows (every other value is zero)."""
+        return self._wires(*topk_compress_rows(rows.values, rows.item, rows.indptr, self.n_items, self._k()))
+
+    @staticmethod
+    def _wires(values: torch.Tensor, indices: torch.Tensor) -> list[Wire]:
         return [Wire("values", "values", values), Wire("indices", "indices", indices)]
+
+    def decode_rows(self, wires: dict[str, Wire]) -> None:
+        return None  # the k values land anywhere in the table: decoded densely
 
     def decode(self, wires: dict[str, Wire]) -> torch.Tensor:
         v = wires["values"].data
