@@ -109,6 +109,22 @@ def test_topk_from_the_touched_rows_sends_what_the_dense_topk_sends(k):
     assert torch.equal(topk_decompress(vals, idx, X.shape), dense)
 
 
+def test_topk_ties_go_to_the_lowest_index_in_the_table_and_in_its_rows():
+    vals, idx = topk_compress(torch.tensor([[[1.0, 3.0], [-3.0, 3.0]]]), 2)
+    assert idx.tolist() == [[1, 2]] and vals.tolist() == [[3.0, -3.0]]
+    rows = _touched_rows(N=80)
+    rows = rows.with_values(rows.values.round(decimals=1))  # many equal magnitudes, +v and -v among them
+    X = rows.dense()
+    for k in (3, 10, 40):
+        dense = topk_compress(X, k)
+        by_rows = topk_compress_rows(rows.values, rows.item, rows.indptr, rows.n_items, k)
+        # clients with k non-zero values send the same message (else zeros fill it, placed anywhere)
+        full = X.reshape(5, -1).abs().topk(k, dim=1).values[:, -1] > 0
+        assert full.sum() >= 2
+        assert torch.equal(dense[1][full], by_rows[1][full]) and torch.equal(dense[0][full], by_rows[0][full])
+        assert torch.equal(topk_decompress(*dense, X.shape), topk_decompress(*by_rows, X.shape))
+
+
 def test_quantizer_is_unbiased_and_packs_to_the_stated_width():
     x = torch.tensor([[0.3, -0.1, 0.05, 0.0, -0.7, 0.2]])
     g = torch.Generator().manual_seed(0)

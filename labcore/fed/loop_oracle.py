@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from .local_train import LocalResult, LowRank, touched_items
-from .sampling import (STREAM_NEGATIVES, STREAM_SHUFFLE, NegativeSampler, RoundPlan, round_rng,
+from .sampling import (SLOT_DTYPE, STREAM_NEGATIVES, STREAM_SHUFFLE, NegativeSampler, RoundPlan, round_rng,
                        schedule_rows)
 
 
@@ -157,7 +157,7 @@ def plan_round_numpy(data, sampler: NegativeSampler, clients: np.ndarray, num_ne
     n_batches = -(-per_client // batch_size)
     n_steps = (n_batches * epochs).astype(np.int64)
     order, n_active, offsets, position = schedule_rows(n_steps)
-    slots = np.full((int(offsets[-1]), batch_size), -1, dtype=np.int64)
+    slots = np.full((int(offsets[-1]), batch_size), -1, dtype=SLOT_DTYPE)
     rng = round_rng(seed, round_idx, STREAM_SHUFFLE)
     for e in range(epochs):
         perm = np.argsort(s_client + rng.random(total))

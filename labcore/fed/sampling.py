@@ -16,6 +16,7 @@ from ..data.base import InteractionData
 
 STREAM_CLIENTS, STREAM_NEGATIVES, STREAM_SHUFFLE, STREAM_METHOD, STREAM_QUANT = range(5)
 SETUP = 2**31  # the "round" index of draws made once per run (initial tables, device tiers)
+SLOT_DTYPE = np.int32  # sample indices in the batch schedule (a round has far fewer than 2**31 samples)
 
 
 def round_rng(seed: int, round_idx: int, stream: int) -> np.random.Generator:
@@ -96,7 +97,7 @@ class RoundPlan:
     order: np.ndarray  # (M,) clients by decreasing n_steps (stable)
     n_active: np.ndarray  # (T,) clients still training at step t
     offsets: np.ndarray  # (T + 1,) first row of step t
-    slots: np.ndarray  # (R, B) sample index or -1, R = sum of n_steps
+    slots: np.ndarray  # (R, B) int32 sample index or -1, R = sum of n_steps
 
     @property
     def n_clients(self) -> int:
@@ -156,7 +157,8 @@ def _plan_round(K, data, sampler, clients, num_negatives, epochs, batch_size, se
     n_batches = -(-per_client // batch_size)  # ceil
     n_steps = (n_batches * epochs).astype(np.int64)
     order, n_active, offsets, position = schedule_rows(n_steps)
-    slots = np.full((int(offsets[-1]), batch_size), -1, dtype=np.int64)
+    # int32: the round's largest array (batches are padded to B), and a sample index fits
+    slots = np.full((int(offsets[-1]), batch_size), -1, dtype=SLOT_DTYPE)
     rng = round_rng(seed, round_idx, STREAM_SHUFFLE)
     for e in range(epochs):  # a loop over epochs (2), not over clients
         # a per-client random permutation: sort samples by client + a random fraction

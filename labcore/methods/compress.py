@@ -52,10 +52,25 @@ def topk_count(n_values: int, ratio: float) -> int:
     return max(1, min(n_values, math.ceil(ratio * n_values)))
 
 
+def topk_positions(mag: torch.Tensor, k: int) -> torch.Tensor:
+    """(M, k) positions of the k largest entries of each row of `mag`, in increasing order.
+
+    Ties at the k-th value go to the lowest positions. `torch.topk` leaves them to its implementation,
+    which picks differently for the same values in a shorter array, so the table and its touched rows
+    would not send the same message (a tie of +v and -v happens about once in 50 ML-1M rounds).
+    """
+    thr = mag.kthvalue(mag.shape[1] - k + 1, dim=1, keepdim=True).values  # the k-th largest
+    above, at = mag > thr, mag == thr
+    need = k - above.sum(1, keepdim=True)
+    keep = above | (at & (at.cumsum(1, dtype=torch.int32) <= need))
+    return keep.nonzero()[:, 1].view(-1, k)
+
+
 def topk_compress(X: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The k largest-magnitude entries of each X[m] (flattened): values and int32 flat indices."""
+    """The k largest-magnitude entries of each X[m] (flattened; ties to the lowest index): values and int32
+    flat indices, in increasing index order."""
     flat = X.reshape(X.shape[0], -1)
-    idx = flat.abs().topk(k, dim=1, sorted=False).indices
+    idx = topk_positions(flat.abs(), k)
     return flat.gather(1, idx), idx.to(torch.int32)
 
 
@@ -64,8 +79,9 @@ def topk_compress_rows(X: torch.Tensor, item: torch.Tensor, indptr, n_items: int
     """`topk_compress` of M (N, d) tables given by their touched rows (client m: X[indptr[m]:indptr[m + 1]] at
     items item[...]; every other row is zero).
 
-    The same kept values: the k largest magnitudes among the touched values, or all of them and k - n zeros
-    at untouched positions when a client has n < k values (a zero adds nothing when decoded).
+    The same message: the k largest magnitudes among the touched values with the same ties (items are in
+    increasing order, so a row's positions are the table's in the same order), or all of them and k - n
+    zeros at untouched positions when a client has n < k values (a zero adds nothing when decoded).
     """
     M, d = len(indptr) - 1, X.shape[1]
     values = X.new_zeros(M, k)
@@ -74,7 +90,7 @@ def topk_compress_rows(X: torch.Tensor, item: torch.Tensor, indptr, n_items: int
         a, b = int(indptr[m]), int(indptr[m + 1])
         flat, items = X[a:b].reshape(-1), item[a:b]
         if k <= flat.shape[0]:
-            local = flat.abs().topk(k, sorted=False).indices
+            local = topk_positions(flat.abs()[None], k)[0]  # increasing, like the table's flat indices
             values[m] = flat[local]
             indices[m] = items[local // d] * d + local % d
             continue

@@ -92,7 +92,7 @@ def slice_plan(plan: S.RoundPlan, idx: np.ndarray) -> S.RoundPlan:
     mine = np.isin(row_client, idx)
     order, n_active, offsets, position = S.schedule_rows(n_steps)
     local = np.searchsorted(idx, row_client[mine])
-    slots = np.full((int(offsets[-1]), plan.slots.shape[1]), -1, dtype=np.int64)
+    slots = np.full((int(offsets[-1]), plan.slots.shape[1]), -1, dtype=S.SLOT_DTYPE)
     slots[offsets[row_t[mine]] + position[local]] = remap[plan.slots[mine]]
     return S.RoundPlan(plan.clients[idx], plan.n_pos[idx], np.searchsorted(idx, plan.sample_client[old]),
                        plan.sample_item[old], plan.sample_label[old], n_steps, order, n_active, offsets, slots)
