@@ -81,12 +81,33 @@ def touched_rows_grouped(first: np.ndarray, s_item: np.ndarray, n_items: int):
 # --- local training --------------------------------------------------------------------------------------------
 @njit(cache=True, fastmath=_FAST)
 def _grad_bce(x, label):
-    """dBCE/dx = sigmoid(x) - label, and the loss softplus(x) - label x (float32 math from one exp; the
-    loss is for the loss column only)."""
+    """dBCE/dx = sigmoid(x) - label, and the probability the model gives the sample's label (its BCE is -log
+    of it; 0 when it underflows). Float32 math from one exp."""
     one = np.float32(1.0)
     ex = np.exp(-x)
-    e_abs = ex if x >= 0 else one / ex  # exp(-|x|)
-    return one / (one + ex) - label, max(x, np.float32(0.0)) + np.log1p(e_abs) - label * x
+    s = one / (one + ex)
+    if label > np.float32(0.5):
+        return s - label, s
+    return s - label, (ex * s if ex < np.float32(np.inf) else one)  # 1 - sigmoid = e^-x sigmoid: no cancellation
+
+
+@njit(cache=True, fastmath=_FAST)
+def _bce(x, label):
+    """softplus(x) - label x: the BCE of a sample whose probability underflowed (confidently wrong)."""
+    return max(x, np.float32(0.0)) + np.log1p(np.exp(-abs(x))) - label * x
+
+
+@njit(cache=True)
+def _add_loss(x, label, prob, total, prod):
+    """The loss column: BCE is -log(prob), so a client's loss is -log of the product of its probabilities,
+    taken one log per ~1e-200 of product (a log a sample cost a fifth of a full round). total: -logs so far,
+    prod: the product since; a probability below 1e-30 is added exactly instead. Returns both."""
+    if prob > 1e-30:
+        prod *= prob
+        if prod < 1e-200:
+            return total - np.log(prod), 1.0
+        return total, prod
+    return total + _bce(x, label), prod
 
 
 @njit(cache=True)
@@ -136,7 +157,7 @@ def _full_client(m, Q, W, p, slots, s_item, s_label, row_of_sample, n_active, of
     E = np.empty((Bs, d), dtype=np.float32)  # the batch's q + D rows as read (before this step's update)
     g, ge, item, key, label, count = _scratch(Bs, d, Q.shape[0])
     pm = p[m]
-    total = 0.0
+    total, prod = 0.0, 1.0  # the loss column (see _add_loss)
     for t in range(n_active.shape[0]):
         if m >= n_active[t]:
             break
@@ -148,8 +169,8 @@ def _full_client(m, Q, W, p, slots, s_item, s_label, row_of_sample, n_active, of
             x = np.float32(0.0)
             for j in range(d):  # a loop without stores: see _FAST
                 x += E[b, j] * pm[j]
-            g[b], bce = _grad_bce(x, label[b])
-            total += bce
+            g[b], prob = _grad_bce(x, label[b])
+            total, prod = _add_loss(x, label[b], prob, total, prod)
         # user: mean over the batch of g e; item rows: -lr times the mean over a row's occurrences in the
         # batch of (g p + 2 wd e). One pass over the batch for both.
         ge[:] = 0.0
@@ -161,7 +182,7 @@ def _full_client(m, Q, W, p, slots, s_item, s_label, row_of_sample, n_active, of
                 ge[j] += gb * e
                 W[k, j] += (gb * pm[j] + wd * e) * sc
         _end_step(count, item, nb, pm, ge, lr32, wd)
-    loss[m] = total
+    loss[m] = total - np.log(prod)
 
 
 @njit(cache=True, parallel=True)
@@ -183,7 +204,7 @@ def _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, r
     Bp = np.empty(rk, dtype=np.float32)
     g, ge, item, key, label, count = _scratch(Bs, d, Q.shape[0])
     pm = p[m]
-    total = 0.0
+    total, prod = 0.0, 1.0  # the loss column (see _add_loss)
     for t in range(n_active.shape[0]):
         if m >= n_active[t]:
             break
@@ -204,8 +225,8 @@ def _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, r
             for c in range(rk):  # a loop without stores: see _FAST
                 y += A[b, c] * Bp[c]
             x = x + y
-            g[b], bce = _grad_bce(x, label[b])
-            total += bce
+            g[b], prob = _grad_bce(x, label[b])
+            total, prod = _add_loss(x, label[b], prob, total, prod)
         ge[:] = 0.0
         ga[:] = 0.0
         for b in range(nb):
@@ -228,7 +249,7 @@ def _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, r
                     ab += A[b, c2] * BtB[c, c2]
                 W[k, c] += (gb * Bp[c] + wd * (QB[i, c] + ab)) * row_scale[m, c] * sc
         _end_step(count, item, nb, pm, ge, lr32, wd)
-    loss[m] = total
+    loss[m] = total - np.log(prod)
 
 
 def full_rows(Q, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr, two_wd) -> float:

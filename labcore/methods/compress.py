@@ -57,7 +57,7 @@ def topk_positions(mag: torch.Tensor, k: int) -> torch.Tensor:
 
     Ties at the k-th value go to the lowest positions. `torch.topk` leaves them to its implementation,
     which picks differently for the same values in a shorter array, so the table and its touched rows
-    would not send the same message (a tie of +v and -v happens about once in 50 ML-1M rounds).
+    would not send the same message (ML-1M TopK@4 met its first tie, +v against -v, at round 53).
     """
     thr = mag.kthvalue(mag.shape[1] - k + 1, dim=1, keepdim=True).values  # the k-th largest
     above, at = mag > thr, mag == thr
