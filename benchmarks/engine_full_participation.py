@@ -101,6 +101,9 @@ def main() -> None:
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
+        from labcore.fed.engine import use_threads
+
+        use_threads()  # LABCORE_THREADS (default 1), as `labcore run` and the figure cards train
         spec = json.loads(a.child)
         print(json.dumps(full_run(spec) if spec.get("full") else child(spec)))
         return

@@ -9,6 +9,8 @@ same numbers as an uninterrupted one.
 """
 from __future__ import annotations
 
+import ctypes
+import functools
 import math
 import os
 import threading
@@ -50,6 +52,22 @@ def use_threads() -> None:
     n = int(os.environ.get("LABCORE_THREADS", "1"))
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)
+
+
+@functools.cache
+def release_large_arrays() -> None:
+    """Give arrays of 1 MiB and more their own memory mappings, returned to the system when freed (glibc).
+
+    glibc raises its mmap threshold each time a large block is freed (up to 32 MiB); after that a round's
+    plan arrays (tens of MB at full participation) come from the heap, which fragments. A full-participation
+    Pinterest run's resident memory then crept up by about 20 MB a round and its peak from 1.93 to 2.06 GiB
+    over 30 rounds; with a fixed threshold it stays at 1.63 GiB after every round, peak 1.93. Once per process.
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc (macOS, Windows): their allocators return large blocks anyway
+        return
+    libc.mallopt(-3, 1 << 20)  # M_MMAP_THRESHOLD = -3; setting it also turns off the dynamic raise
 
 
 def default_cache_dir() -> Path:
@@ -155,6 +173,7 @@ class Simulation:
         if layout not in LAYOUTS:
             raise ValueError(f"layout={layout!r}: allowed values are {', '.join(LAYOUTS)}")
         check_fits(cfg, data, layout)
+        release_large_arrays()
         use_threads()
         if trainer is None:
             if layout == "dense":

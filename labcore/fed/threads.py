@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+import torch
 from numba import config, get_parallel_chunksize, set_num_threads, set_parallel_chunksize
 
 # clients come heaviest first (`RoundPlan.order`): hand them to threads in small chunks, not in two halves
@@ -20,9 +21,14 @@ class compiled_threads:
     handed out CHUNK at a time."""
 
     def __enter__(self):
+        self.torch_threads = torch.get_num_threads()
         set_num_threads(n_threads())
         self.old = get_parallel_chunksize()
         set_parallel_chunksize(CHUNK)
 
     def __exit__(self, *exc):
         set_parallel_chunksize(self.old)
+        # numba's OpenMP layer shares the process's OpenMP runtime with torch and leaves its thread count at
+        # numba's pool size: torch ran on two spinning threads after the first round (twice the CPU, no gain)
+        if torch.get_num_threads() != self.torch_threads:
+            torch.set_num_threads(self.torch_threads)
