@@ -156,8 +156,7 @@ def _full_client(m, Q, W, p, slots, s_item, s_label, row_of_sample, n_active, of
     lr32, neg_lr, wd, one = np.float32(lr), np.float32(-lr), np.float32(two_wd), np.float32(1.0)
     E = np.empty((Bs, d), dtype=np.float32)  # the batch's q + D rows as read (before this step's update)
     g, ge, item, key, label, count = _scratch(Bs, d, Q.shape[0])
-    pm = p[m]
-    total, prod = 0.0, 1.0  # the loss column (see _add_loss)
+    pm, total, prod = p[m], 0.0, 1.0  # the user vector; the loss column (see _add_loss)
     for t in range(n_active.shape[0]):
         if m >= n_active[t]:
             break
@@ -203,8 +202,7 @@ def _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, r
     ga = np.empty(rk, dtype=np.float32)
     Bp = np.empty(rk, dtype=np.float32)
     g, ge, item, key, label, count = _scratch(Bs, d, Q.shape[0])
-    pm = p[m]
-    total, prod = 0.0, 1.0  # the loss column (see _add_loss)
+    pm, total, prod = p[m], 0.0, 1.0  # the user vector; the loss column (see _add_loss)
     for t in range(n_active.shape[0]):
         if m >= n_active[t]:
             break
