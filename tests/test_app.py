@@ -417,7 +417,9 @@ def test_stop_is_drawn_only_while_the_run_trains(monkeypatch):
     assert "finished" in at.get("progress")[0].proto.text
     assert not [b.key for b in at.button if b.key.startswith("explorer.stop")]
     monkeypatch.setenv("LABCORE_APP_STREAM", "fragment")  # as with a browser: the page does not wait for the run
-    at = app({**TINY, "rounds": "3000", "eval_every": "1000", "rank_every": "0", "seed": "7"})
+    # several seconds of training (600 users, 200 a round, d=64): still running when Stop is clicked
+    at = app({**TINY, "synthetic_size": "small", "rounds": "1000", "clients_per_round": "200", "dim": "64",
+              "eval_every": "1000", "rank_every": "0", "seed": "7"})
     assert "training" in at.get("progress")[0].proto.text
     at.button(key="explorer.stop").click().run()
     assert not at.exception
