@@ -37,6 +37,11 @@ def _simulation(cfg, data, layout: str):
     return Simulation(cfg, data, layout=layout)
 
 
+def _peak(r: dict) -> str:
+    """Peak resident memory in GiB (2^30 bytes, what ru_maxrss / 2^20 gives) and in 10^9 bytes."""
+    return f"peak {r['peak_gib']:.2f} GiB ({r['peak_gib'] * 2**30 / 1e9:.2f} x 10^9 bytes)"
+
+
 def child(spec: dict) -> dict:
     import labcore
     from labcore.config import ConfigError
@@ -59,7 +64,7 @@ def child(spec: dict) -> dict:
         cpu += (time.process_time() - c0) if i else 0.0
     return {"clients": m, "round_s": sum(times[1:]) / max(len(times) - 1, 1), "first_s": times[0],
             "cpu_s": cpu / max(len(times) - 1, 1),
-            "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, "describe": cfg.describe(),
+            "peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, "describe": cfg.describe(),
             "q_sum": float(sim.Q.double().sum()), "loss": [r["loss"] for r in sim.rows]}
 
 
@@ -73,7 +78,7 @@ def full_run(spec: dict) -> dict:
     t0, c0 = time.perf_counter(), time.process_time()
     res = train_rounds(_simulation(cfg, data, spec["layout"]), None)
     return {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "hr": float(res.final["hr"]),
-            "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, "describe": cfg.describe(),
+            "peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, "describe": cfg.describe(),
             "hr_curve": res.table["hr"].dropna().tolist(), "loss": res.table["loss"].tolist()}
 
 
@@ -121,7 +126,7 @@ def main() -> None:
                   f"eval every 100, effective rank every 10")
             for name, r in (("rows (now)", new), (f"{a.baseline} (before)", old)):
                 print(f"  {name:15s} " + (f"{r['wall_s']:7.1f} s wall, {r['cpu_s']:7.1f} s CPU, HR@10 {r['hr']:.4f}, "
-                                          f"peak {r['peak_gb']:.2f} GB" if "wall_s" in r else str(r)))
+                                          + _peak(r) if "wall_s" in r else str(r)))
             if "wall_s" in new and "wall_s" in old:
                 loss_rel = max(abs(x - y) / abs(y) for x, y in zip(new["loss"], old["loss"]))
                 hr_abs = max(abs(x - y) for x, y in zip(new["hr_curve"], old["hr_curve"]))
@@ -134,8 +139,8 @@ def main() -> None:
         print(f"\n{new.get('describe', method)} on {a.dataset}, {new.get('clients', a.clients)} clients per round")
         for name, r in (("rows (now)", new), (f"{a.baseline} (before)", old)):
             if "round_s" in r:
-                print(f"  {name:15s} {r['round_s']:8.2f} s/round, {r['cpu_s']:8.2f} s CPU (first {r['first_s']:.2f} s)  "
-                      f"peak {r['peak_gb']:.2f} GB")
+                print(f"  {name:15s} {r['round_s']:8.2f} s/round, {r['cpu_s']:8.2f} s CPU "
+                      f"(first {r['first_s']:.2f} s)  " + _peak(r))
             else:
                 print(f"  {name:15s} {r.get('refused') or r.get('error')}")
         if "round_s" in new and "round_s" in old:
@@ -144,7 +149,7 @@ def main() -> None:
                                                                        old["loss"] + [old["q_sum"]]))
             print(f"  ratio {a.baseline} / rows: {old['round_s'] / new['round_s']:.1f}x time, "
                   f"{old['cpu_s'] / new['cpu_s']:.1f}x CPU, "
-                  f"{old['peak_gb'] / new['peak_gb']:.1f}x peak memory; same losses and Q: "
+                  f"{old['peak_gib'] / new['peak_gib']:.1f}x peak memory; same losses and Q: "
                   f"{'bit for bit' if same else f'to {rel:.1e} relative'}")
 
 

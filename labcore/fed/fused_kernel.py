@@ -7,15 +7,16 @@ Here each client walks its own steps and reads and writes its rows in place, so 
 pass over the samples (d multiply-adds a slot, five times). Same update rule, same float32 arithmetic; only
 the summation order of the dot products differs from torch's (last-bit differences, 1e-7 relative).
 
-Clients are independent within a round (each owns its user vector and its rows of W), so loops over clients
-are `prange`s: no sum is ever split between threads, and the thread count changes no bit.
+Clients are independent within a round (each owns its user vector and its rows of W), so they are spread over
+threads (`_lanes`): no sum is ever split between threads, and the thread count changes no bit.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
+from numba.cpython.unsafe.numbers import trailing_zeros  # count trailing zero bits (one instruction)
 
-from .threads import compiled_threads
+from .threads import compiled_threads, n_threads
 
 # Reassociation lets LLVM vectorize the d-long dot products (partial sums in a fixed order for a given build
 # and CPU). Every such sum is a loop that only loads: a loop that also stores gets a run-time overlap check
@@ -26,55 +27,72 @@ _FAST = {"reassoc", "contract"}
 
 # --- the rows a cohort touches -------------------------------------------------------------------------------
 @njit(cache=True)
-def _touched(first, s_item, n_items, row_client, row_item, row_of_sample, count_only):
-    """Client by client (serial: one stamp array over the items): count the distinct items (count_only), or
-    write them in increasing order with each sample's row. A client's distinct items are put in order by a
-    scan of the stamp array when that is cheaper than sorting them (dense clients), else by a sort."""
+def _client_rows(m, first, s_item, stamp, distinct):
+    """Stamp client m's items (stamp[i] = m) and list its distinct ones in distinct[:n]; returns n."""
+    n = 0
+    for s in range(first[m], first[m + 1]):
+        i = s_item[s]
+        if stamp[i] != m:
+            stamp[i] = m
+            distinct[n] = i
+            n += 1
+    return n
+
+
+@njit(cache=True, parallel=True)
+def _count_touched(lanes, first, s_item, n_items, counts):
+    """counts[m] = client m's distinct items. Clients are dealt to threads like the training's (_lanes); each
+    thread has its own stamp array, valid because its clients come in increasing order."""
     M = first.shape[0] - 1
-    stamp = np.full(n_items, -1, dtype=np.int64)
-    pos = np.empty(n_items, dtype=np.int64)
-    distinct = np.empty(n_items, dtype=np.int64)
-    counts = np.zeros(M, dtype=np.int64)
-    r = 0
-    for m in range(M):
-        n = 0
-        for s in range(first[m], first[m + 1]):
-            i = s_item[s]
-            if stamp[i] != m:
-                stamp[i] = m
-                distinct[n] = i
-                n += 1
-        counts[m] = n
-        if count_only:
-            continue
-        if n * max(1, int(np.log2(n + 1))) < n_items:
-            mine = np.sort(distinct[:n])
-        else:
-            mine = np.empty(n, dtype=np.int64)
-            j = 0
-            for i in range(n_items):
-                if stamp[i] == m:
-                    mine[j] = i
-                    j += 1
-        for j in range(n):
-            row_item[r + j] = mine[j]
-            row_client[r + j] = m
-            pos[mine[j]] = r + j
-        for s in range(first[m], first[m + 1]):
-            row_of_sample[s] = pos[s_item[s]]
-        r += n
-    return counts
+    for lane in prange(lanes):
+        stamp = np.full(n_items, -1, dtype=np.int64)
+        distinct = np.empty(n_items, dtype=np.int64)
+        for m in range(lane, M, lanes):
+            counts[m] = _client_rows(m, first, s_item, stamp, distinct)
+
+
+@njit(cache=True, parallel=True)
+def _fill_touched(lanes, first, s_item, n_items, row_first, row_client, row_item, row_of_sample):
+    """Client m's rows are row_first[m]:row_first[m + 1], its distinct items in increasing order; each sample
+    gets the row of its item. The items are put in order through a bit set over the catalogue: set a bit per
+    sample, then read the set bits word by word (ML-1M: 58 words), faster than sorting the items or scanning
+    a stamp per item."""
+    M = first.shape[0] - 1
+    one = np.uint64(1)
+    for lane in prange(lanes):
+        bits = np.zeros((n_items + 63) // 64, dtype=np.uint64)
+        pos = np.empty(n_items, dtype=np.int64)
+        for m in range(lane, M, lanes):
+            for s in range(first[m], first[m + 1]):
+                i = s_item[s]
+                bits[i >> 6] |= one << np.uint64(i & 63)
+            r = row_first[m]
+            for w in range(bits.shape[0]):
+                x = bits[w]
+                while x != 0:
+                    i = w * 64 + np.int64(trailing_zeros(x))
+                    row_item[r], row_client[r], pos[i] = i, m, r
+                    r += 1
+                    x &= x - one
+                bits[w] = 0
+            for s in range(first[m], first[m + 1]):
+                row_of_sample[s] = pos[s_item[s]]
 
 
 def touched_rows_grouped(first: np.ndarray, s_item: np.ndarray, n_items: int):
     """The distinct (client, item) rows of a cohort whose samples are grouped by client (client m's are
     first[m]:first[m + 1]), sorted by client then item (`torch.unique` of client * N + item), and each
     sample's row. Returns row_client, row_item, row_of_sample."""
-    none = np.empty(0, dtype=np.int64)
-    U = int(_touched(first, s_item, n_items, none, none, none, True).sum())
-    row_client, row_item = np.empty(U, np.int64), np.empty(U, np.int64)
-    row_of_sample = np.empty(s_item.shape[0], np.int32)  # a row index per sample: int32 halves it
-    _touched(first, s_item, n_items, row_client, row_item, row_of_sample, False)
+    M = first.shape[0] - 1
+    counts = np.zeros(M, dtype=np.int64)
+    with compiled_threads():
+        lanes = n_threads()
+        _count_touched(lanes, first, s_item, n_items, counts)
+        row_first = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        U = int(row_first[-1])
+        row_client, row_item = np.empty(U, np.int64), np.empty(U, np.int64)
+        row_of_sample = np.empty(s_item.shape[0], np.int32)  # a row index per sample: int32 halves it
+        _fill_touched(lanes, first, s_item, n_items, row_first, row_client, row_item, row_of_sample)
     return row_client, row_item, row_of_sample
 
 
@@ -143,10 +161,27 @@ def _end_step(count, item, nb, pm, ge, lr32, wd):
         pm[j] -= lr32 * (ge[j] * inv_nv + wd * pm[j])
 
 
+# _lanes: clients come heaviest first (`RoundPlan.order`), and a prange over them is split into one contiguous
+# block per thread whatever numba's chunk size (measured: the first thread got most of the work, two threads
+# ran a round only 15 % faster than one). So with T = lanes = the thread count, thread k takes clients k, k + T,
+# k + 2T, ...: equal shares.
+@njit(cache=True)
+def _zero_rows(W, lo, hi):
+    """Zero a client's rows of W in one sequential pass just before it trains: the pass also brings them into
+    the core's cache, where the client's scattered reads then find them (a separate zeroing of the whole
+    table left them in main memory: a miss on the first touch of each row, a third of a FedMF round)."""
+    for k in range(lo, hi):
+        for j in range(W.shape[1]):
+            W[k, j] = np.float32(0.0)
+
+
 @njit(cache=True, parallel=True)
-def _full_rows(Q, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr, two_wd, loss):
-    for m in prange(p.shape[0]):
-        _full_client(m, Q, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr, two_wd, loss)
+def _full_rows(lanes, Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr,
+               two_wd, loss):
+    for lane in prange(lanes):
+        for m in range(lane, p.shape[0], lanes):  # see _lanes
+            _zero_rows(W, row_lo[m], row_hi[m])
+            _full_client(m, Q, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr, two_wd, loss)
 
 
 @njit(cache=True, fastmath=_FAST)
@@ -185,11 +220,13 @@ def _full_client(m, Q, W, p, slots, s_item, s_label, row_of_sample, n_active, of
 
 
 @njit(cache=True, parallel=True)
-def _lowrank_rows(QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr,
-                  two_wd, loss):
-    for m in prange(p.shape[0]):
-        _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, row_of_sample, n_active,
-                        offsets, lr, two_wd, loss)
+def _lowrank_rows(lanes, QB, Q, B, BtB, row_scale, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample,
+                  n_active, offsets, lr, two_wd, loss):
+    for lane in prange(lanes):
+        for m in range(lane, p.shape[0], lanes):  # see _lanes
+            _zero_rows(W, row_lo[m], row_hi[m])
+            _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, row_of_sample, n_active,
+                            offsets, lr, two_wd, loss)
 
 
 @njit(cache=True, fastmath=_FAST)
@@ -250,26 +287,29 @@ def _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, r
     loss[m] = total - np.log(prod)
 
 
-def full_rows(Q, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr, two_wd) -> float:
+def full_rows(Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr,
+              two_wd) -> float:
     """FedMF / SVD / Top-K: W's rows are D_i of the touched (client, item) pairs and q = Q_i + D_i.
 
-    Q (N, d) frozen; W (U, d) zero at entry, trained in place; p (M, d) user vectors in schedule order
+    Q (N, d) frozen; W (U, d) any values at entry (client m's rows row_lo[m]:row_hi[m] are zeroed before
+    it trains), trained in place; p (M, d) user vectors in schedule order
     (`RoundPlan.order`), trained in place; slots (R, B) the plan's schedule; per sample its item, label and
     row of W. Returns the summed BCE loss of every slot (before its step)."""
     loss = np.zeros(p.shape[0])
     with compiled_threads():
-        _full_rows(Q, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr, two_wd, loss)
+        _full_rows(n_threads(), Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample, n_active, offsets,
+                   lr, two_wd, loss)
     return float(loss.sum())
 
 
-def lowrank_rows(Q, B, row_scale, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr,
-                 two_wd) -> float:
+def lowrank_rows(Q, B, row_scale, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample, n_active,
+                 offsets, lr, two_wd) -> float:
     """CoLR / SCoLR: W's rows are a_i (width r) and q = Q_i + B a_i, trained in A's r-dimensional space:
     x = p.Q_i + (B^T p).a_i, dL/da = row_scale (g B^T p + 2 wd (B^T Q_i + B^T B a_i)).
     row_scale (M, r) per client in schedule order (SCoLR's column mask times its lr scale)."""
     QB, BtB = Q @ B, B.T @ B  # Q is frozen during local training: B^T Q_i once per item
     loss = np.zeros(p.shape[0])
     with compiled_threads():
-        _lowrank_rows(QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets,
-                      lr, two_wd, loss)
+        _lowrank_rows(n_threads(), QB, Q, B, BtB, row_scale, W, row_lo, row_hi, p, slots, s_item, s_label,
+                      row_of_sample, n_active, offsets, lr, two_wd, loss)
     return float(loss.sum())

@@ -131,14 +131,14 @@ class LocalResult:
 
 def touched_items(plan: RoundPlan, n_items: int) -> torch.Tensor:
     t = torch.zeros(plan.n_clients * n_items, dtype=torch.bool)
-    t[torch.from_numpy(plan.sample_client * n_items + plan.sample_item)] = True
+    t[torch.from_numpy(plan.sample_client.astype(np.int64) * n_items + plan.sample_item)] = True
     return t.view(plan.n_clients, n_items)
 
 
 def touched_rows(plan: RoundPlan, n_items: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The distinct (client, item) pairs of the round's samples, sorted, as keys client * N + item, and
     each sample's row among them."""
-    keys = torch.from_numpy(plan.sample_client * n_items + plan.sample_item)
+    keys = torch.from_numpy(plan.sample_client.astype(np.int64) * n_items + plan.sample_item)
     uniq, inverse = torch.unique(keys, sorted=True, return_inverse=True)
     return uniq, inverse
 
@@ -169,28 +169,32 @@ class Workspace:
 
     A full ML-1M round's W is 1 GB; freshly allocated memory is faulted in page by page on first write,
     which costs 0.2 to 2.5 s a round on this kind of machine (more than the training). Reusing one buffer
-    pays that once. The table handed out is only valid until the next `zeros` call: the engine gives a
+    pays that once. The table handed out is only valid until the next `table` call: the engine gives a
     workspace only when nothing keeps a round's rows past the round (not with `keep_view`)."""
 
     def __init__(self):
         self._buf = np.empty(0, dtype=np.float32)
 
-    def zeros(self, rows: int, width: int) -> np.ndarray:
+    def table(self, rows: int, width: int) -> np.ndarray:
+        """A (rows, width) view of the buffer, with whatever values the last round left (the kernels zero
+        each client's rows themselves)."""
         n = rows * width
         if self._buf.shape[0] < n:
             self._buf = np.empty(int(n * 1.1) + 1024, dtype=np.float32)  # headroom: U varies round to round
-        W = self._buf[:n].reshape(rows, width)
-        W.fill(0.0)
-        return W
+        return self._buf[:n].reshape(rows, width)
 
 
-def _zeros(rows: int, width: int, workspace: Workspace | None) -> np.ndarray:
+def _table(rows: int, width: int, workspace: Workspace | None) -> np.ndarray:
+    """The update table W, not zeroed: the kernels zero a client's rows just before it trains."""
     if workspace is not None:
-        return workspace.zeros(rows, width)
-    # np.empty + fill, not np.zeros: numpy asks for huge pages on the former, calloc faults in 4 KB pages
-    W = np.empty((rows, width), dtype=np.float32)
-    W.fill(0.0)
-    return W
+        return workspace.table(rows, width)
+    return np.empty((rows, width), dtype=np.float32)
+
+
+def _filled_slots(slots: np.ndarray, rows: int = 8192) -> int:
+    """The schedule's non-padding slots, counted a block of rows at a time (a mask of the whole schedule is
+    the size of a sample array: 18 MB at Pinterest's full participation, at the round's memory peak)."""
+    return sum(int(np.count_nonzero(slots[i:i + rows] >= 0)) for i in range(0, slots.shape[0], rows))
 
 
 def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,
@@ -209,22 +213,25 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
     else:
         row_client, row_item, row_of_sample = fused_kernel.touched_rows_grouped(first, plan.sample_item, N)
     order_t = torch.from_numpy(plan.order)
+    row_first = np.searchsorted(row_client, np.arange(M + 1))  # rows are grouped by client
+    row_lo, row_hi = row_first[plan.order], row_first[plan.order + 1]  # in schedule order, like p
     p = np.ascontiguousarray(p0[order_t].numpy(), dtype=np.float32)
     Qn = np.ascontiguousarray(Q.numpy())
     label = np.ascontiguousarray(plan.sample_label, dtype=np.float32)
     sched = (plan.slots, plan.sample_item, label, row_of_sample, plan.n_active.astype(np.int64),
              plan.offsets.astype(np.int64), lr, 2.0 * weight_decay)
     if lowrank is None:
-        W = _zeros(row_item.shape[0], d, workspace)
-        loss_sum = fused_kernel.full_rows(Qn, W, p, *sched)
+        W = _table(row_item.shape[0], d, workspace)
+        loss_sum = fused_kernel.full_rows(Qn, W, row_lo, row_hi, p, *sched)
     else:
         B = np.ascontiguousarray(lowrank.B.to(torch.float32).numpy())
         row_scale = (lowrank.col_mask * lowrank.grad_scale[:, None]).to(torch.float32)[order_t]
-        W = _zeros(row_item.shape[0], B.shape[1], workspace)
-        loss_sum = fused_kernel.lowrank_rows(Qn, B, np.ascontiguousarray(row_scale.numpy()), W, p, *sched)
+        W = _table(row_item.shape[0], B.shape[1], workspace)
+        loss_sum = fused_kernel.lowrank_rows(Qn, B, np.ascontiguousarray(row_scale.numpy()), W, row_lo, row_hi, p,
+                                             *sched)
     back = torch.from_numpy(np.argsort(plan.order))
     rows = RowUpdate(M, N, torch.from_numpy(row_client), torch.from_numpy(row_item), torch.from_numpy(W))
-    return LocalResult(torch.from_numpy(p)[back], None, None, loss_sum, int((plan.slots >= 0).sum()), rows)
+    return LocalResult(torch.from_numpy(p)[back], None, None, loss_sum, _filled_slots(plan.slots), rows)
 
 
 def train_cohort_batched(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,

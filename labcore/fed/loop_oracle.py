@@ -163,5 +163,5 @@ def plan_round_numpy(data, sampler: NegativeSampler, clients: np.ndarray, num_ne
         perm = np.argsort(s_client + rng.random(total))
         step = e * n_batches[s_client] + local_pos // batch_size
         slots[offsets[step] + position[s_client], local_pos % batch_size] = perm
-    return RoundPlan(clients, counts.astype(np.int64), s_client, s_item, s_label, n_steps, order, n_active,
-                     offsets, slots)
+    return RoundPlan(clients, counts.astype(np.int64), s_client.astype(np.int32), s_item, s_label, n_steps, order,
+                     n_active, offsets, slots)

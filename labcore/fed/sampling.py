@@ -70,10 +70,11 @@ class NegativeSampler:
 
     def sample(self, users: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         items = rng.integers(0, self.n_items, size=users.shape[0])
-        bad = self.is_positive(users, items)
-        while bad.any():  # a few passes: ML-1M density is ~4.5%
-            items[bad] = rng.integers(0, self.n_items, size=int(bad.sum()))
-            bad[bad] = self.is_positive(users[bad], items[bad])
+        redo = np.flatnonzero(self.is_positive(users, items))
+        while redo.size:  # a few passes: ML-1M density is ~4.5%. Redraws go to the same samples in the same
+            # order as a boolean mask over all samples would send them, but each pass costs only its own size
+            items[redo] = rng.integers(0, self.n_items, size=redo.size)
+            redo = redo[self.is_positive(users[redo], items[redo])]
         return items
 
 
@@ -90,7 +91,7 @@ class RoundPlan:
 
     clients: np.ndarray  # (M,) user ids
     n_pos: np.ndarray  # (M,) training positives per client (N_u in Eq. 2)
-    sample_client: np.ndarray  # (S,) local client index 0..M-1 of each sample
+    sample_client: np.ndarray  # (S,) local client index 0..M-1 of each sample (int32)
     sample_item: np.ndarray  # (S,)
     sample_label: np.ndarray  # (S,) float32 1 = positive
     n_steps: np.ndarray  # (M,) local steps of each client (E * batches per epoch)
@@ -144,7 +145,7 @@ def _plan_round(K, data, sampler, clients, num_negatives, epochs, batch_size, se
     per_client = counts * (1 + num_negatives)
     first = np.concatenate([[0], np.cumsum(per_client)]).astype(np.int64)  # client m: its positives, then negatives
     total = int(first[-1])
-    s_client = np.repeat(np.arange(m), per_client)
+    s_client = np.repeat(np.arange(m, dtype=np.int32), per_client)  # int32 like the slots: a sample array
     neg_first = np.concatenate([[0], np.cumsum(counts * num_negatives)]).astype(np.int64)
     s_item = np.empty(total, dtype=np.int64)
     s_label = np.empty(total, dtype=np.float32)
@@ -160,9 +161,11 @@ def _plan_round(K, data, sampler, clients, num_negatives, epochs, batch_size, se
     # int32: the round's largest array (batches are padded to B), and a sample index fits
     slots = np.full((int(offsets[-1]), batch_size), -1, dtype=SLOT_DTYPE)
     rng = round_rng(seed, round_idx, STREAM_SHUFFLE)
+    keys = np.empty(total)  # one buffer for every epoch's keys: large fresh arrays cost page faults
     for e in range(epochs):  # a loop over epochs (2), not over clients
         # a per-client random permutation: sort samples by client + a random fraction
-        keys = s_client + rng.random(total)
+        rng.random(out=keys)
+        keys += s_client  # = s_client + u to the bit
         if not K.shuffle_into_slots(keys, first, n_batches, e, offsets, position, batch_size, slots):
             perm = np.argsort(keys)  # a tie (never seen in practice): the global sort decides, as it always did
             local_pos = np.arange(total) - first[s_client]
