@@ -74,9 +74,10 @@ Q_VALUES = (0.0, 1.0, 3.0)
 
 
 def qffl_runs(size: str):
-    """Synthetic(1,1), all 30 devices every round, 2 local steps of batch 32, lr 0.05 (L = 20), 1500 rounds: few
-    local steps keep q-FedAvg's step (1 / sum h, which shrinks with q ||Delta w||^2) close to q-FFL's own."""
-    base = dict(task="synthetic", n_clients=30, clients_per_round=30, local_steps=2, batch_size=32, lr=0.05,
+    """Synthetic(1,1), all 100 devices every round (q-FFL's count), 2 local steps of batch 32, lr 0.05 (L = 20),
+    1500 rounds: few local steps keep q-FedAvg's step (1 / sum h, which shrinks with q ||Delta w||^2) close to
+    q-FFL's own. With FedProx's 30 devices the variance fell 5.5 % at most (q = 3), with 100 it falls 12 % at q = 1."""
+    base = dict(task="synthetic", n_clients=100, clients_per_round=100, local_steps=2, batch_size=32, lr=0.05,
                 weighting="uniform", rounds=1500 if size == "full" else 6, eval_every=750 if size == "full" else 6)
     return [({"q": q}, FLConfig(algorithm="qffl", q=q, **base)) for q in Q_VALUES]
 
