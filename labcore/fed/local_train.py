@@ -213,24 +213,22 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
     else:
         row_client, row_item, row_of_sample = fused_kernel.touched_rows_grouped(first, plan.sample_item, N)
     order_t = torch.from_numpy(plan.order)
-    row_first = np.searchsorted(row_client, np.arange(M + 1))  # rows are grouped by client
-    row_lo, row_hi = row_first[plan.order], row_first[plan.order + 1]  # in schedule order, like p
     p = np.ascontiguousarray(p0[order_t].numpy(), dtype=np.float32)
     Qn = np.ascontiguousarray(Q.numpy())
     label = np.ascontiguousarray(plan.sample_label, dtype=np.float32)
     sched = (plan.slots, plan.sample_item, label, row_of_sample, plan.n_active.astype(np.int64),
              plan.offsets.astype(np.int64), lr, 2.0 * weight_decay)
-    if lowrank is None:
-        W = _table(row_item.shape[0], d, workspace)
+    B = None if lowrank is None else np.ascontiguousarray(lowrank.B.to(torch.float32).numpy())
+    W = _table(row_item.shape[0], d if B is None else B.shape[1], workspace)  # trained in place by the kernel
+    rows = RowUpdate(M, N, torch.from_numpy(row_client), torch.from_numpy(row_item), torch.from_numpy(W))
+    row_lo, row_hi = rows.indptr[plan.order], rows.indptr[plan.order + 1]  # each client's rows, in schedule order
+    if B is None:
         loss_sum = fused_kernel.full_rows(Qn, W, row_lo, row_hi, p, *sched)
     else:
-        B = np.ascontiguousarray(lowrank.B.to(torch.float32).numpy())
         row_scale = (lowrank.col_mask * lowrank.grad_scale[:, None]).to(torch.float32)[order_t]
-        W = _table(row_item.shape[0], B.shape[1], workspace)
         loss_sum = fused_kernel.lowrank_rows(Qn, B, np.ascontiguousarray(row_scale.numpy()), W, row_lo, row_hi, p,
                                              *sched)
     back = torch.from_numpy(np.argsort(plan.order))
-    rows = RowUpdate(M, N, torch.from_numpy(row_client), torch.from_numpy(row_item), torch.from_numpy(W))
     return LocalResult(torch.from_numpy(p)[back], None, None, loss_sum, _filled_slots(plan.slots), rows)
 
 
