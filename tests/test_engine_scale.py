@@ -60,6 +60,44 @@ def test_row_update_round_trips_and_sets_the_item_bitmap(tiny):
         assert np.array_equal(w.row(3), dense[3].numpy())
 
 
+def test_rows_from_offsets_make_the_client_column_only_when_asked():
+    """The trainer's rows come as per-client offsets; the client column, made on first use, is the one the
+    offsets say, and a copy with new values does not make it."""
+    rows = RowUpdate.from_offsets(4, 9, np.array([0, 2, 2, 5, 6]), torch.tensor([1, 7, 0, 3, 8, 2]), torch.ones(6, 2))
+    again = rows.with_values(torch.zeros(6, 2))
+    assert "client" not in rows.__dict__ and "client" not in again.__dict__
+    assert rows.client.tolist() == [0, 0, 2, 2, 2, 3] and again.client.tolist() == [0, 0, 2, 2, 2, 3]
+    assert np.array_equal(again.indptr, [0, 2, 2, 5, 6])
+    explicit = RowUpdate(4, 9, rows.client, rows.item, rows.values)
+    assert torch.equal(explicit.dense(), rows.dense()) and np.array_equal(explicit.indptr, rows.indptr)
+
+
+def test_positive_lookups_by_blocks_equal_one_lookup(tiny, monkeypatch):
+    """The sorted-key sampler (large catalogues) looks samples up a block at a time: the same answers."""
+    monkeypatch.setattr(S.NegativeSampler, "DENSE_LIMIT", 0)
+    sampler = S.NegativeSampler(tiny)
+    assert sampler._dense is None
+    rng = np.random.default_rng(2)
+    users, items = rng.integers(0, tiny.n_users, 1000), rng.integers(0, tiny.n_items, 1000)
+    whole = sampler.is_positive(users, items)
+    assert whole.any() and not whole.all()
+    monkeypatch.setattr(S.NegativeSampler, "BLOCK", 7)
+    assert np.array_equal(sampler.is_positive(users, items), whole)
+    tr_u, tr_i = tiny.train_pairs()
+    assert sampler.is_positive(tr_u, tr_i).all()
+
+
+def test_grouped_check_finds_a_descent_at_any_block_edge():
+    from labcore.fed.local_train import _grouped
+
+    sc = np.repeat(np.arange(6, dtype=np.int32), 3)
+    assert all(_grouped(sc, block) for block in (1, 2, 3, 4, 100))
+    for at in range(1, len(sc)):  # a descent between any two neighbours, whichever block holds them
+        bad = sc.copy()
+        bad[at] = bad[at - 1] - 1
+        assert not any(_grouped(bad, block) for block in (1, 2, 3, 4, 100))
+
+
 @pytest.mark.parametrize("lowrank", [False, True])
 def test_row_trainer_equals_the_dense_trainer_bit_for_bit(tiny, lowrank):
     from labcore.fed.local_train import LowRank

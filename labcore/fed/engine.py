@@ -212,6 +212,9 @@ class Simulation:
         else:
             local = self.trainer(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, setup.lowrank)
         sec_local = time.perf_counter() - t0
+        n_pos = plan.n_pos
+        if not self.keep_view:  # the schedule and the per-sample arrays are done with (150 MiB at Pinterest's
+            del plan  # full participation): freed before the uplink's messages are made, the round's memory peak
         if self.layout == "rows" and local.rows is None:  # a dense trainer (the loop oracle): keep its rows
             local = LocalResult(local.p, None, None, local.loss_sum, local.n_samples, local.row_update())
 
@@ -228,12 +231,12 @@ class Simulation:
         decoded = self.method.decode_uplink({w.name: w for w in up_recv}, setup)
         if self.secure is None:
             touched = None if isinstance(decoded, RowUpdate) else local.touched_dense()
-            agg = aggregate(decoded, cfg.aggregation, fedavg_weights(torch.from_numpy(plan.n_pos)), touched,
+            agg = aggregate(decoded, cfg.aggregation, fedavg_weights(torch.from_numpy(n_pos)), touched,
                             self.method.layout)
         else:  # encrypted / masked sum; the mod records the protected uplink in the ledger
             if isinstance(decoded, RowUpdate):  # the protocols work on each client's dense vector
                 decoded = decoded.dense()
-            he = self.secure.aggregate(t, up_sent, up_recv, decoded, plan.n_pos, local.touched_dense(), setup,
+            he = self.secure.aggregate(t, up_sent, up_recv, decoded, n_pos, local.touched_dense(), setup,
                                        self.ledger)
             agg, up_bytes = he.aggregate, he.up_bytes
         down = self.method.downlink(agg, setup)
@@ -253,7 +256,7 @@ class Simulation:
         row = {"round": t, "loss": local.loss_sum / max(local.n_samples, 1), "sec_local": sec_local,
                "bytes_up": int(up_bytes.sum()), "bytes_down": int(down_bytes.sum()) * len(clients),
                "bytes_up_client": float(up_bytes.mean()), "bytes_down_client": float(down_bytes.sum())}
-        row.update(self._times(plan, up_bytes, int(down_bytes.sum()), sec_local, sec_server, up, he))
+        row.update(self._times(clients, n_pos, up_bytes, int(down_bytes.sum()), sec_local, sec_server, up, he))
         row.update(he.columns() if he else {})
         if cfg.rank_every and t % cfg.rank_every == 0:
             row.update(self._effective_rank(local, setup))
@@ -267,9 +270,9 @@ class Simulation:
         self.round += 1
         return row
 
-    def _times(self, plan, up_bytes, down_bytes, sec_local, sec_server, up_wires, he=None) -> dict:
+    def _times(self, clients, n_pos, up_bytes, down_bytes, sec_local, sec_server, up_wires, he=None) -> dict:
         cfg = self.cfg
-        samples = plan.n_pos * (1 + cfg.num_negatives) * cfg.local_epochs
+        samples = n_pos * (1 + cfg.num_negatives) * cfg.local_epochs
         if cfg.comp_time == "measured":  # this machine's batched time, shared in proportion to work
             t_sim, t_server = sec_local * samples / samples.sum(), sec_server
         else:  # calibrated constants: reproducible across machines and runs
@@ -277,7 +280,7 @@ class Simulation:
         if he is not None:  # measured HE costs (columns he_client_s, he_server_s): clients encrypt + decrypt
             t_sim, t_server = t_sim + he.client_s, t_server + he.server_s
         return self.time_model.round_time(np.full(len(up_bytes), down_bytes), up_bytes, t_sim,
-                                          self.tier[plan.clients], t_server)
+                                          self.tier[clients], t_server)
 
     def _effective_rank(self, local, setup) -> dict:
         right = None if setup.lowrank is None else setup.lowrank.B

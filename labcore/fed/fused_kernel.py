@@ -57,7 +57,7 @@ def _count_touched(lanes, first, s_item, n_items, counts):
 
 
 @njit(cache=True, parallel=True)
-def _fill_touched(lanes, first, s_item, n_items, row_first, row_client, row_item, row_of_sample):
+def _fill_touched(lanes, first, s_item, n_items, row_first, row_item, row_of_sample):
     """Client m's rows are row_first[m]:row_first[m + 1], its distinct items in increasing order (its set bits,
     read word by word: 58 words on ML-1M, faster than sorting the items or scanning a stamp per item); each
     sample gets the row of its item."""
@@ -73,7 +73,7 @@ def _fill_touched(lanes, first, s_item, n_items, row_first, row_client, row_item
                 x = bits[w]
                 while x != 0:
                     i = w * 64 + np.int64(trailing_zeros(x))
-                    row_item[r], row_client[r], pos[i] = i, m, r
+                    row_item[r], pos[i] = i, r
                     r += 1
                     x &= x - one
                 bits[w] = 0
@@ -84,7 +84,8 @@ def _fill_touched(lanes, first, s_item, n_items, row_first, row_client, row_item
 def touched_rows_grouped(first: np.ndarray, s_item: np.ndarray, n_items: int):
     """The distinct (client, item) rows of a cohort whose samples are grouped by client (client m's are
     first[m]:first[m + 1]), sorted by client then item (`torch.unique` of client * N + item), and each
-    sample's row. Returns row_client, row_item, row_of_sample."""
+    sample's row. Returns row_first (client m's rows are row_first[m]:row_first[m + 1]), row_item,
+    row_of_sample."""
     M = first.shape[0] - 1
     counts = np.zeros(M, dtype=np.int64)
     with compiled_threads():
@@ -92,10 +93,10 @@ def touched_rows_grouped(first: np.ndarray, s_item: np.ndarray, n_items: int):
         _count_touched(lanes, first, s_item, n_items, counts)
         row_first = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         U = int(row_first[-1])
-        row_client, row_item = np.empty(U, np.int64), np.empty(U, np.int64)
+        row_item = np.empty(U, np.int64)
         row_of_sample = np.empty(s_item.shape[0], np.int32)  # a row index per sample: int32 halves it
-        _fill_touched(lanes, first, s_item, n_items, row_first, row_client, row_item, row_of_sample)
-    return row_client, row_item, row_of_sample
+        _fill_touched(lanes, first, s_item, n_items, row_first, row_item, row_of_sample)
+    return row_first, row_item, row_of_sample
 
 
 # --- local training --------------------------------------------------------------------------------------------

@@ -62,9 +62,25 @@ class RowUpdate:
 
     n_clients: int
     n_items: int
-    client: torch.Tensor  # (R,) int64
+    client_: torch.Tensor | None  # (R,) int64, or None when made from row offsets (`from_offsets`)
     item: torch.Tensor  # (R,) int64
     values: torch.Tensor  # (R, width)
+
+    @staticmethod
+    def from_offsets(n_clients: int, n_items: int, indptr: np.ndarray, item: torch.Tensor,
+                     values: torch.Tensor) -> "RowUpdate":
+        """Rows given by each client's offsets: `client` is made on first use. The trainer's rows come this way,
+        so the client column (8 bytes a row, 37 MiB at Pinterest's full participation) is not yet in memory
+        during local training, the round's memory peak."""
+        rows = RowUpdate(n_clients, n_items, None, item, values)
+        rows.__dict__["indptr"] = indptr  # the cached_property's slot (a frozen dataclass still has a __dict__)
+        return rows
+
+    @cached_property
+    def client(self) -> torch.Tensor:
+        if self.client_ is not None:
+            return self.client_
+        return torch.from_numpy(np.repeat(np.arange(self.n_clients, dtype=np.int64), np.diff(self.indptr)))
 
     @property
     def width(self) -> int:
@@ -79,6 +95,8 @@ class RowUpdate:
         return np.searchsorted(self.client.numpy(), np.arange(self.n_clients + 1)).astype(np.int64)
 
     def with_values(self, values: torch.Tensor) -> "RowUpdate":
+        if self.client_ is None and "client" not in self.__dict__:  # keep the client column unmade
+            return RowUpdate.from_offsets(self.n_clients, self.n_items, self.indptr, self.item, values)
         return RowUpdate(self.n_clients, self.n_items, self.client, self.item, values)
 
     def dense(self, clients: slice | None = None) -> torch.Tensor:
@@ -197,6 +215,12 @@ def _filled_slots(slots: np.ndarray, rows: int = 8192) -> int:
     return sum(int(np.count_nonzero(slots[i:i + rows] >= 0)) for i in range(0, slots.shape[0], rows))
 
 
+def _grouped(sample_client: np.ndarray, block: int = 1 << 20) -> bool:
+    """Whether the samples are grouped by client (non-decreasing), checked a block at a time: a whole-array
+    diff is a sample array's worth of memory, and from the second round on the update table is resident."""
+    return not any(np.any(np.diff(sample_client[i:i + block + 1]) < 0) for i in range(0, sample_client.shape[0], block))
+
+
 def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,
                  lowrank: LowRank | None = None, workspace: Workspace | None = None) -> LocalResult:
     """The engine's trainer: each client walks its steps in one compiled pass (`fused_kernel`), reading and
@@ -207,11 +231,12 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
         return train_cohort_batched(Q, p0, plan, lr, weight_decay, lowrank)
     M, (N, d) = plan.n_clients, Q.shape
     first = np.searchsorted(plan.sample_client, np.arange(M + 1)).astype(np.int64)
-    if np.any(np.diff(plan.sample_client) < 0):  # samples not grouped by client (no plan of ours does this)
+    if not _grouped(plan.sample_client):  # samples not grouped by client (no plan of ours does this)
         uniq, ros = touched_rows(plan, N)
-        row_client, row_item, row_of_sample = (uniq // N).numpy(), (uniq % N).numpy(), ros.numpy()
+        row_first = np.searchsorted((uniq // N).numpy(), np.arange(M + 1)).astype(np.int64)
+        row_item, row_of_sample = (uniq % N).numpy(), ros.numpy()
     else:
-        row_client, row_item, row_of_sample = fused_kernel.touched_rows_grouped(first, plan.sample_item, N)
+        row_first, row_item, row_of_sample = fused_kernel.touched_rows_grouped(first, plan.sample_item, N)
     order_t = torch.from_numpy(plan.order)
     p = np.ascontiguousarray(p0[order_t].numpy(), dtype=np.float32)
     Qn = np.ascontiguousarray(Q.numpy())
@@ -220,7 +245,7 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
              plan.offsets.astype(np.int64), lr, 2.0 * weight_decay)
     B = None if lowrank is None else np.ascontiguousarray(lowrank.B.to(torch.float32).numpy())
     W = _table(row_item.shape[0], d if B is None else B.shape[1], workspace)  # trained in place by the kernel
-    rows = RowUpdate(M, N, torch.from_numpy(row_client), torch.from_numpy(row_item), torch.from_numpy(W))
+    rows = RowUpdate.from_offsets(M, N, row_first, torch.from_numpy(row_item), torch.from_numpy(W))
     row_lo, row_hi = rows.indptr[plan.order], rows.indptr[plan.order + 1]  # each client's rows, in schedule order
     if B is None:
         loss_sum = fused_kernel.full_rows(Qn, W, row_lo, row_hi, p, *sched)

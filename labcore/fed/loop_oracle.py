@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from .local_train import LocalResult, LowRank, touched_items
-from .sampling import (SLOT_DTYPE, STREAM_NEGATIVES, STREAM_SHUFFLE, NegativeSampler, RoundPlan, round_rng,
+from .sampling import (ITEM_DTYPE, SLOT_DTYPE, STREAM_NEGATIVES, STREAM_SHUFFLE, NegativeSampler, RoundPlan, round_rng,
                        schedule_rows)
 
 
@@ -149,7 +149,7 @@ def plan_round_numpy(data, sampler: NegativeSampler, clients: np.ndarray, num_ne
     local_pos = np.arange(total) - first[s_client]
     is_pos = local_pos < counts[s_client]
     pos_rows = np.nonzero(is_pos)[0]
-    s_item = np.empty(total, dtype=np.int64)
+    s_item = np.empty(total, dtype=ITEM_DTYPE)
     s_item[pos_rows] = data.train_items[data.train_indptr[clients][s_client[pos_rows]] + local_pos[pos_rows]]
     neg_rows = np.nonzero(~is_pos)[0]
     s_item[neg_rows] = sampler.sample(clients[s_client[neg_rows]], round_rng(seed, round_idx, STREAM_NEGATIVES))

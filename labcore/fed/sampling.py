@@ -17,6 +17,7 @@ from ..data.base import InteractionData
 STREAM_CLIENTS, STREAM_NEGATIVES, STREAM_SHUFFLE, STREAM_METHOD, STREAM_QUANT = range(5)
 SETUP = 2**31  # the "round" index of draws made once per run (initial tables, device tiers)
 SLOT_DTYPE = np.int32  # sample indices in the batch schedule (a round has far fewer than 2**31 samples)
+ITEM_DTYPE = np.int32  # each sample's item (a catalogue has far fewer than 2**31 items): half of int64's memory
 
 
 def round_rng(seed: int, round_idx: int, stream: int) -> np.random.Generator:
@@ -60,13 +61,19 @@ class NegativeSampler:
         else:  # large catalogues: binary search in the sorted (user, item) keys
             self._keys = np.sort(users * data.n_items + items)
 
+    BLOCK = 1 << 20  # lookups per block: the search's temporaries are four int64 arrays of the block's size
+
     def is_positive(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         if self._dense is not None:
             return self._dense[users, items]
-        keys = users * self.n_items + items
-        pos = np.searchsorted(self._keys, keys)
-        pos = np.minimum(pos, len(self._keys) - 1)
-        return self._keys[pos] == keys
+        # a block at a time: the whole-array temporaries were 120 MB at Pinterest's full participation, the
+        # round's memory peak (the previous round's update table is still resident while the plan is drawn)
+        out = np.empty(users.shape[0], dtype=bool)
+        for a in range(0, users.shape[0], self.BLOCK):
+            keys = users[a:a + self.BLOCK] * self.n_items + items[a:a + self.BLOCK]
+            pos = np.minimum(np.searchsorted(self._keys, keys), len(self._keys) - 1)
+            out[a:a + self.BLOCK] = self._keys[pos] == keys
+        return out
 
     def sample(self, users: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         items = rng.integers(0, self.n_items, size=users.shape[0])
@@ -92,7 +99,7 @@ class RoundPlan:
     clients: np.ndarray  # (M,) user ids
     n_pos: np.ndarray  # (M,) training positives per client (N_u in Eq. 2)
     sample_client: np.ndarray  # (S,) local client index 0..M-1 of each sample (int32)
-    sample_item: np.ndarray  # (S,)
+    sample_item: np.ndarray  # (S,) int32
     sample_label: np.ndarray  # (S,) float32 1 = positive
     n_steps: np.ndarray  # (M,) local steps of each client (E * batches per epoch)
     order: np.ndarray  # (M,) clients by decreasing n_steps (stable)
@@ -147,13 +154,15 @@ def _plan_round(K, data, sampler, clients, num_negatives, epochs, batch_size, se
     total = int(first[-1])
     s_client = np.repeat(np.arange(m, dtype=np.int32), per_client)  # int32 like the slots: a sample array
     neg_first = np.concatenate([[0], np.cumsum(counts * num_negatives)]).astype(np.int64)
-    s_item = np.empty(total, dtype=np.int64)
+    s_item = np.empty(total, dtype=ITEM_DTYPE)
     s_label = np.empty(total, dtype=np.float32)
     neg_user = np.empty(int(neg_first[-1]), dtype=np.int64)
     K.layout_samples(first, counts, data.train_indptr[clients].astype(np.int64), data.train_items,
                      clients.astype(np.int64), s_item, s_label, neg_user, neg_first)
     neg_item = sampler.sample(neg_user, round_rng(seed, round_idx, STREAM_NEGATIVES))
     K.place_negatives(first, counts, neg_first, neg_item, s_item)
+    del neg_user, neg_item  # freed before the schedule and the shuffle keys are made (58 MiB at Pinterest's full
+    # participation, where the previous round's update table is still resident: the round's memory peak)
 
     n_batches = -(-per_client // batch_size)  # ceil
     n_steps = (n_batches * epochs).astype(np.int64)
