@@ -21,6 +21,7 @@ AGGREGATIONS = ("item_mean", "weighted")
 COMP_TIME_MODES = ("calibrated", "measured")
 CLIENT_SCHEDULES = ("uniform", "rotating")  # labcore.fed.sampling.round_clients
 ENCRYPTIONS = ("none", "ckks", "secagg", "paillier")  # labcore.fed.secure implements each
+SERVER_OPTIMIZERS = ("fedavg", "fedavgm", "fedadam", "fedyogi")  # labcore.fed.server_opt implements each
 # Which methods each protection supports (why the others cannot: labcore.fed.secure).
 ENCRYPTION_METHODS = {"none": METHODS, "ckks": ("fedmf", "colr", "scolr"), "secagg": ("fedmf", "colr", "scolr"),
                       "paillier": ("topk",)}
@@ -61,6 +62,15 @@ class RunConfig(TypedConfig):
     weight_decay: float = 1e-4
     num_negatives: int = 4
     aggregation: str = "item_mean"
+    # the federated algorithm: FedProx's local objective, and the server's step from the round's mean update
+    # (labcore.fed.server_opt, Reddi et al. 2021). The defaults are FedAvg's: the mean update applied as it is.
+    prox_mu: float = 0.0  # FedProx: + mu/2 ||item table - the round's global one||^2 in every local step
+    server_optimizer: str = "fedavg"  # fedavg, fedavgm, fedadam, fedyogi
+    server_lr: float = 1.0  # eta
+    server_momentum: float = 0.9  # FedAvgM's beta
+    server_beta1: float = 0.9  # FedAdam / FedYogi
+    server_beta2: float = 0.99
+    server_tau: float = 1e-3  # FedAdam / FedYogi adaptivity (v starts at tau^2)
     # evaluation
     eval_every: int = 20
     rank_every: int = 10  # effective rank of client updates every k rounds (0 = never)
@@ -93,6 +103,7 @@ class RunConfig(TypedConfig):
     def key(self) -> str:
         """Stable hash of every field that can change the numbers: the cache key for results."""
         skip = _NOT_IN_KEY + _unused_encryption_fields(self.encryption)
+        skip += _UNUSED_SERVER_FIELDS.get(self.server_optimizer, ())
         skip += tuple(k for k, v in _KEY_FROM_NON_DEFAULT.items() if getattr(self, k) == v)
         # a channel budget acts on quantized levels only: over a float32 link it cannot change the numbers
         skip += tuple(f"{d}_link_budget" for d in ("up", "down") if not getattr(self, f"{d}_bits"))
@@ -116,7 +127,13 @@ class RunConfig(TypedConfig):
 
 _NOT_IN_KEY = ("checkpoint_every",)  # bookkeeping that does not change the numbers
 # Fields added after results were stored: at their default they stay out of the key, so stored keys remain valid.
-_KEY_FROM_NON_DEFAULT = {"data_skew": 1.0, "client_schedule": "uniform", "up_link_budget": 0, "down_link_budget": 0}
+_KEY_FROM_NON_DEFAULT = {"data_skew": 1.0, "client_schedule": "uniform", "up_link_budget": 0, "down_link_budget": 0,
+                         "prox_mu": 0.0, "server_optimizer": "fedavg", "server_lr": 1.0, "server_momentum": 0.9,
+                         "server_beta1": 0.9, "server_beta2": 0.99, "server_tau": 1e-3}
+# the server optimizer's settings that cannot change a run under it (kept out of its cache key)
+_UNUSED_SERVER_FIELDS = {"fedavg": ("server_momentum", "server_beta1", "server_beta2", "server_tau"),
+                         "fedavgm": ("server_beta1", "server_beta2", "server_tau"), "fedadam": ("server_momentum",),
+                         "fedyogi": ("server_momentum",)}
 _CKKS_FIELDS = ("ckks_degree", "ckks_scale_bits", "ckks_coeff_bits")
 _PAILLIER_FIELDS = ("paillier_key_bits", "he_real_values")
 
@@ -139,12 +156,14 @@ _RANGES = {
     "top_k": (1, 100), "data_seed": (0, 2**63 - 1), "seed": (0, 2**63 - 1), "checkpoint_every": (1, 10**7),
     "paillier_key_bits": (1024, 8192), "he_real_clients": (1, 10**7), "he_real_values": (1, 10**7),
     "data_skew": (0.0, 2.0),  # beyond ~2 the per-size cap and the 20-interaction floor lower the Gini again
+    "server_momentum": (0.0, 0.999999), "server_beta1": (0.0, 0.999999), "server_beta2": (0.0, 0.999999),
 }
-_POSITIVE = ("lr", "bw_down", "bw_up")
-_NONNEGATIVE = ("weight_decay", "r_comp", "c_comp", "sec_per_sample", "sec_per_value")
+_POSITIVE = ("lr", "bw_down", "bw_up", "server_lr", "server_tau")
+_NONNEGATIVE = ("weight_decay", "r_comp", "c_comp", "sec_per_sample", "sec_per_value", "prox_mu")
 _CHOICES = {
     "method": METHODS, "dataset": DATASETS, "synthetic_size": SYNTHETIC_SIZES, "b_init": B_INITS,
     "aggregation": AGGREGATIONS, "comp_time": COMP_TIME_MODES, "client_schedule": CLIENT_SCHEDULES,
+    "server_optimizer": SERVER_OPTIMIZERS,
 }
 
 

@@ -97,3 +97,24 @@ def test_page_renders_and_scaffold_doubles_the_uplink_metric():
     at.selectbox(key="flalgos.algorithm").select("qffl").run()
     at.selectbox(key="flalgos.defense").select("median").run()
     assert any("defense" in e.value for e in at.error)  # a defense that cannot run with q-FedAvg's aggregation
+
+
+def test_engine_card_runs_the_algorithms_on_the_labs_engine():
+    """The recommendation card trains on the core engine (RunConfig, its compiled trainer and ledger): FedProx
+    and the server optimizers compose with CoLR, and a stateful server makes CoLR's downlink dense."""
+    from labcore.config import RunConfig
+
+    card = registry.get("flalgos-engine-ml1m")
+    smoke, full = card.configs("smoke"), card.configs("full")
+    assert all(isinstance(c, RunConfig) for c in smoke + full) and len(smoke) == len(full) == 10
+    assert {(c.method, c.server_optimizer, c.prox_mu) for c in full} >= {("colr", "fedadam", 0.0), ("fedmf", "fedavg", 0.01)}
+    assert all((c.dataset, c.clients_per_round, c.rounds, c.client_schedule) == ("ml-1m", 60, 1000, "rotating")
+               for c in full)
+    ours = card.compute("smoke")
+    cmp = card.compare(ours)
+    ratio = float(cmp[cmp.quantity.str.contains("CoLR@4: downlink")]["ours"].iloc[0])
+    assert 15 < ratio < 16.5  # items x d against items x r (+ B's seed and framing)
+    assert len(card.plot(ours).data) > 0
+    res = registry.stored("flalgos-engine-ml1m")
+    if res is not None:
+        assert res.size == "full" and card.check(res.ours)

@@ -32,6 +32,7 @@ from ..net.ledger import Ledger
 from ..net.wallclock import RoundTimeModel
 from ..results import ROUND_COLUMNS, Result
 from . import sampling as S
+from . import server_opt
 from .aggregate import aggregate, fedavg_weights
 from .local_train import LocalResult, RowUpdate, Workspace, train_cohort
 from .mods import item_mask_wire, quantize_wires, wire_values
@@ -161,6 +162,12 @@ def check_fits(cfg: RunConfig, data: InteractionData, layout: str = "rows") -> N
     check_memory(cfg, data, layout)
 
 
+def _prox_trainers():
+    from .loop_oracle import train_clients_loop
+
+    return (train_cohort, train_clients_loop)
+
+
 class Simulation:
     """State of one run; `step()` plays one round. Kept small so tests can drive it round by round."""
 
@@ -180,10 +187,16 @@ class Simulation:
                 from .loop_oracle import train_cohort_dense as trainer
             else:
                 trainer = train_cohort
+        if cfg.prox_mu and trainer not in _prox_trainers():
+            raise ConfigError(f"prox_mu={cfg.prox_mu} needs the engine's trainer (FedProx is in its compiled local "
+                              f"training); layout={layout!r} trains with {getattr(trainer, '__name__', trainer)}: "
+                              "use layout='rows' or prox_mu=0")
         self.trainer, self.layout = trainer, layout
         self._workspace = Workspace()
         self.cfg, self.data = cfg, data
         self.method = make_method(cfg, data.n_items)
+        self.server = server_opt.make(cfg.server_optimizer, lr=cfg.server_lr, momentum=cfg.server_momentum,
+                                      beta1=cfg.server_beta1, beta2=cfg.server_beta2, tau=cfg.server_tau)
         self.sampler = S.NegativeSampler(data)
         g = _gen(cfg.seed, S.SETUP, 0)
         std = 1.0 / np.sqrt(cfg.dim)  # N(0, 1/d) as in the reference MF
@@ -208,9 +221,10 @@ class Simulation:
         t0 = time.perf_counter()
         if self.trainer is train_cohort and not self.keep_view:  # W reused round to round (see Workspace)
             local = train_cohort(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, setup.lowrank,
-                                 self._workspace)
+                                 self._workspace, prox_mu=cfg.prox_mu)
         else:
-            local = self.trainer(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, setup.lowrank)
+            prox = {"prox_mu": cfg.prox_mu} if cfg.prox_mu else {}  # only the trainers that implement FedProx
+            local = self.trainer(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, setup.lowrank, **prox)
         sec_local = time.perf_counter() - t0
         n_pos = plan.n_pos
         if not self.keep_view:  # the schedule and the per-sample arrays are done with (150 MiB at Pinterest's
@@ -240,9 +254,13 @@ class Simulation:
                                        self.ledger)
             agg, up_bytes = he.aggregate, he.up_bytes
         down = self.method.downlink(agg, setup)
+        if self.server.stateful:  # FedAvgM / FedAdam / FedYogi: the broadcast is the server's step (clients
+            # keep no optimizer state), made from the change the method's broadcast stands for
+            step = self.server.step(self.method.downlink_delta({w.name: w for w in down}, setup))
+            down = [Wire("server_step", "values", step.reshape(1, -1))]
         down_sent, down_recv = quantize_wires(down, cfg.down_bits, cfg.quant_bucket,
                                               _gen(cfg.seed, t, S.STREAM_QUANT + 1), cfg.down_link_budget)
-        self.Q = self.method.apply_downlink(self.Q, {w.name: w for w in down_recv}, setup)
+        self.Q = self._apply_downlink({w.name: w for w in down_recv}, setup)
         sec_server = time.perf_counter() - t1 - (he.wall_s if he else 0.0)
         down_bytes = (self.ledger.record(t, "down", down_sent, receivers=len(clients)) if he is None
                       else self.secure.record_down(self.ledger, t, down_sent, he, len(clients)))
@@ -270,6 +288,13 @@ class Simulation:
         self.round += 1
         return row
 
+    def _apply_downlink(self, wires: dict[str, Wire], setup) -> torch.Tensor:
+        if self.server.stateful:
+            return self.Q + wires["server_step"].data.view_as(self.Q)
+        if self.server.lr != 1.0:  # FedAvg with a server step size: the clients scale the broadcast themselves
+            return self.Q + self.server.step(self.method.downlink_delta(wires, setup))
+        return self.method.apply_downlink(self.Q, wires, setup)
+
     def _times(self, clients, n_pos, up_bytes, down_bytes, sec_local, sec_server, up_wires, he=None) -> dict:
         cfg = self.cfg
         samples = n_pos * (1 + cfg.num_negatives) * cfg.local_epochs
@@ -296,12 +321,13 @@ class Simulation:
     # --- checkpoints --------------------------------------------------------
     def state(self) -> dict:
         return {"round": self.round, "Q": self.Q, "P": self.P, "rows": self.rows, "ledger": self.ledger.rows,
-                "key": self.cfg.key()}
+                "key": self.cfg.key(), "server": self.server.state_dict()}
 
     def load_state(self, st: dict) -> None:
         if st.get("key") != self.cfg.key():
             raise ValueError("checkpoint belongs to a different config")
         self.round, self.Q, self.P = st["round"], st["Q"], st["P"]
+        self.server.load_state_dict(st.get("server", {}))
         self.rows, self.ledger = list(st["rows"]), Ledger(st["ledger"])
 
     def result(self, complete: bool) -> Result:

@@ -178,29 +178,68 @@ def _zero_rows(W, lo, hi):
             W[k, j] = np.float32(0.0)
 
 
-@njit(cache=True, parallel=True)
-def _full_rows(lanes, Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr,
-               two_wd, loss):
-    for lane in prange(lanes):
-        for m in range(lane, p.shape[0], lanes):  # see _lanes
-            _zero_rows(W, row_lo[m], row_hi[m])
-            _full_client(m, Q, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr, two_wd, loss)
+# FedProx (prox_mu > 0): every local step also pulls every row of the client's update toward the round's global
+# table, D <- D - lr mu D (CoLR: a <- a - lr s mu B^T B a), the rows of no batch included. A row no batch touches
+# changes by that pull alone, so it is applied lazily: `stamp` holds the step at whose start each row is current,
+# and a row catches up on its missed steps when a batch next reads it, or when the client's training ends.
+@njit(cache=True, fastmath=_FAST)
+def _pull_full(W, k, n, keep):
+    """n steps of FedProx's pull on row k of D alone: D <- keep D, keep = 1 - lr mu."""
+    for _ in range(n):
+        for j in range(W.shape[1]):
+            W[k, j] *= keep
 
 
 @njit(cache=True, fastmath=_FAST)
-def _full_client(m, Q, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr, two_wd, loss):
+def _pull_lowrank(W, k, n, BtB, coef, tmp):
+    """n steps of FedProx's pull on row k of A alone: a <- a - coef * (B^T B a), coef = lr mu s (per column)."""
+    for _ in range(n):
+        for c in range(W.shape[1]):
+            acc = np.float32(0.0)
+            for c2 in range(W.shape[1]):
+                acc += W[k, c2] * BtB[c, c2]
+            tmp[c] = acc
+        for c in range(W.shape[1]):
+            W[k, c] -= coef[c] * tmp[c]
+
+
+@njit(cache=True, parallel=True)
+def _full_rows(lanes, Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr,
+               two_wd, mu, loss):
+    for lane in prange(lanes):
+        for m in range(lane, p.shape[0], lanes):  # see _lanes
+            _zero_rows(W, row_lo[m], row_hi[m])
+            _full_client(m, Q, W, row_lo[m], row_hi[m], p, slots, s_item, s_label, row_of_sample, n_active, offsets,
+                         lr, two_wd, mu, loss)
+
+
+@njit(cache=True, fastmath=_FAST)
+def _full_client(m, Q, W, lo, hi, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr, two_wd, mu,
+                 loss):
     d = p.shape[1]
     Bs = slots.shape[1]
     lr32, neg_lr, wd, one = np.float32(lr), np.float32(-lr), np.float32(two_wd), np.float32(1.0)
     E = np.empty((Bs, d), dtype=np.float32)  # the batch's q + D rows as read (before this step's update)
     g, ge, item, key, label, count = _scratch(Bs, d, Q.shape[0])
     pm, total, prod = p[m], 0.0, 1.0  # the user vector; the loss column (see _add_loss)
+    prox, mu32 = mu > 0.0, np.float32(mu)
+    keep = one - lr32 * mu32
+    stamp = np.zeros(hi - lo if prox else 0, dtype=np.int64)
+    D = np.empty((Bs if prox else 0, d), dtype=np.float32)  # the batch's D rows as read (FedProx's pull)
+    steps = 0
     for t in range(n_active.shape[0]):
         if m >= n_active[t]:
             break
+        steps = t + 1
         nb = _gather_batch(slots, offsets[t] + m, s_item, s_label, row_of_sample, count, item, key, label)
         for b in range(nb):
             i, k = item[b], key[b]
+            if prox:
+                if stamp[k - lo] < t:
+                    _pull_full(W, k, t - stamp[k - lo], keep)
+                    stamp[k - lo] = t
+                for j in range(d):
+                    D[b, j] = W[k, j]
             for j in range(d):
                 E[b, j] = Q[i, j] + W[k, j]
             x = np.float32(0.0)
@@ -214,22 +253,46 @@ def _full_client(m, Q, W, p, slots, s_item, s_label, row_of_sample, n_active, of
         for b in range(nb):
             sc = (one / np.float32(count[item[b]])) * neg_lr
             k, gb = key[b], g[b]
-            for j in range(d):
-                e = E[b, j]
-                ge[j] += gb * e
-                W[k, j] += (gb * pm[j] + wd * e) * sc
+            if prox:
+                for j in range(d):
+                    e = E[b, j]
+                    ge[j] += gb * e
+                    W[k, j] += (gb * pm[j] + wd * e + mu32 * D[b, j]) * sc
+                stamp[k - lo] = t + 1
+            else:
+                for j in range(d):
+                    e = E[b, j]
+                    ge[j] += gb * e
+                    W[k, j] += (gb * pm[j] + wd * e) * sc
         _end_step(count, item, nb, pm, ge, lr32, wd)
+    if prox:  # the pull of the steps after each row's last batch
+        for k in range(lo, hi):
+            _pull_full(W, k, steps - stamp[k - lo], keep)
     loss[m] = total - np.log(prod)
+
+
+@njit(cache=True, fastmath=_FAST)
+def _prox_lowrank_step(W, k, a, BtB, Bp, qb, scale, gb, wd, mu, sc):
+    """One occurrence's share of row k's step with FedProx's pull: the step of `_lowrank_client` plus mu B^T B a."""
+    for c in range(W.shape[1]):
+        ab = np.float32(0.0)
+        for c2 in range(W.shape[1]):
+            ab += a[c2] * BtB[c, c2]
+        W[k, c] += (gb * Bp[c] + wd * (qb[c] + ab) + mu * ab) * scale[c] * sc
 
 
 @njit(cache=True, parallel=True)
 def _lowrank_rows(lanes, QB, Q, B, BtB, row_scale, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample,
-                  n_active, offsets, lr, two_wd, loss):
+                  n_active, offsets, lr, two_wd, mu, loss):
     for lane in prange(lanes):
         for m in range(lane, p.shape[0], lanes):  # see _lanes
             _zero_rows(W, row_lo[m], row_hi[m])
-            _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, row_of_sample, n_active,
-                            offsets, lr, two_wd, loss)
+            if mu > 0.0:
+                _lowrank_client_prox(m, QB, Q, B, BtB, row_scale, W, row_lo[m], row_hi[m], p, slots, s_item,
+                                     s_label, row_of_sample, n_active, offsets, lr, two_wd, mu, loss)
+            else:
+                _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, row_of_sample, n_active,
+                                offsets, lr, two_wd, loss)
 
 
 @njit(cache=True, fastmath=_FAST)
@@ -290,23 +353,95 @@ def _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, r
     loss[m] = total - np.log(prod)
 
 
+
+@njit(cache=True, fastmath=_FAST)
+def _lowrank_client_prox(m, QB, Q, B, BtB, row_scale, W, lo, hi, p, slots, s_item, s_label, row_of_sample, n_active,
+                          offsets, lr, two_wd, mu, loss):
+    """`_lowrank_client` with FedProx's pull (mu > 0). A function of its own: the plain one keeps its compiled
+    form, so its sums keep their order and every stored CoLR result its bits."""
+    d, rk = p.shape[1], B.shape[1]
+    Bs = slots.shape[1]
+    lr32, neg_lr, wd, one = np.float32(lr), np.float32(-lr), np.float32(two_wd), np.float32(1.0)
+    A = np.empty((Bs, rk), dtype=np.float32)  # the batch's a rows as read (before this step's update)
+    ga = np.empty(rk, dtype=np.float32)
+    Bp = np.empty(rk, dtype=np.float32)
+    g, ge, item, key, label, count = _scratch(Bs, d, Q.shape[0])
+    pm, total, prod = p[m], 0.0, 1.0  # the user vector; the loss column (see _add_loss)
+    mu32 = np.float32(mu)
+    stamp = np.zeros(hi - lo, dtype=np.int64)
+    coef = np.empty(rk, dtype=np.float32)  # FedProx's pull per column: lr mu s
+    for c in range(rk):
+        coef[c] = lr32 * mu32 * row_scale[m, c]
+    steps = 0
+    for t in range(n_active.shape[0]):
+        if m >= n_active[t]:
+            break
+        steps = t + 1
+        for c in range(rk):
+            acc = np.float32(0.0)
+            for j in range(d):
+                acc += pm[j] * B[j, c]
+            Bp[c] = acc
+        nb = _gather_batch(slots, offsets[t] + m, s_item, s_label, row_of_sample, count, item, key, label)
+        for b in range(nb):  # the batch's rows catch up on the pull of the steps they missed
+            k = key[b]
+            if stamp[k - lo] < t:
+                _pull_lowrank(W, k, t - stamp[k - lo], BtB, coef, ga)
+                stamp[k - lo] = t
+        for b in range(nb):
+            i, k = item[b], key[b]
+            x = np.float32(0.0)
+            for j in range(d):
+                x += Q[i, j] * pm[j]
+            for c in range(rk):
+                A[b, c] = W[k, c]
+            y = np.float32(0.0)
+            for c in range(rk):  # a loop without stores: see _FAST
+                y += A[b, c] * Bp[c]
+            x = x + y
+            g[b], prob = _grad_bce(x, label[b])
+            total, prod = _add_loss(x, label[b], prob, total, prod)
+        ge[:] = 0.0
+        ga[:] = 0.0
+        for b in range(nb):
+            gb, i = g[b], item[b]
+            for j in range(d):
+                ge[j] += gb * Q[i, j]
+            for c in range(rk):
+                ga[c] += gb * A[b, c]
+        for j in range(d):  # dL/dp gets (sum_b g a) B^T
+            acc = np.float32(0.0)
+            for c in range(rk):
+                acc += ga[c] * B[j, c]
+            ge[j] += acc
+        for b in range(nb):
+            sc = (one / np.float32(count[item[b]])) * neg_lr
+            k, i, gb = key[b], item[b], g[b]
+            _prox_lowrank_step(W, k, A[b], BtB, Bp, QB[i], row_scale[m], gb, wd, mu32, sc)
+            stamp[k - lo] = t + 1
+        _end_step(count, item, nb, pm, ge, lr32, wd)
+    for k in range(lo, hi):  # the pull of the steps after each row's last batch
+        _pull_lowrank(W, k, steps - stamp[k - lo], BtB, coef, ga)
+    loss[m] = total - np.log(prod)
+
+
 def full_rows(Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr,
-              two_wd) -> float:
+              two_wd, mu=0.0) -> float:
     """FedMF / SVD / Top-K: W's rows are D_i of the touched (client, item) pairs and q = Q_i + D_i.
 
     Q (N, d) frozen; W (U, d) any values at entry (client m's rows row_lo[m]:row_hi[m] are zeroed before
     it trains), trained in place; p (M, d) user vectors in schedule order
     (`RoundPlan.order`), trained in place; slots (R, B) the plan's schedule; per sample its item, label and
-    row of W. Returns the summed BCE loss of every slot (before its step)."""
+    row of W; mu: FedProx's pull (0: none). Returns the summed BCE loss of every slot (before its step)."""
     loss = np.zeros(p.shape[0])
     with compiled_threads():
         _full_rows(n_threads(), Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample, n_active, offsets,
-                   lr, two_wd, loss)
+                   lr, two_wd, float(mu), loss)
     return float(loss.sum())
 
 
 def lowrank_rows(Q, B, row_scale, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample, n_active,
-                 offsets, lr, two_wd) -> float:
+                 offsets, lr, two_wd, mu=0.0) -> float:
     """CoLR / SCoLR: W's rows are a_i (width r) and q = Q_i + B a_i, trained in A's r-dimensional space:
     x = p.Q_i + (B^T p).a_i, dL/da = row_scale (g B^T p + 2 wd (B^T Q_i + B^T B a_i)).
     row_scale (M, r) per client in schedule order (SCoLR's column mask times its lr scale)."""
@@ -314,5 +449,5 @@ def lowrank_rows(Q, B, row_scale, W, row_lo, row_hi, p, slots, s_item, s_label, 
     loss = np.zeros(p.shape[0])
     with compiled_threads():
         _lowrank_rows(n_threads(), QB, Q, B, BtB, row_scale, W, row_lo, row_hi, p, slots, s_item, s_label,
-                      row_of_sample, n_active, offsets, lr, two_wd, loss)
+                      row_of_sample, n_active, offsets, lr, two_wd, float(mu), loss)
     return float(loss.sum())

@@ -222,12 +222,17 @@ def _grouped(sample_client: np.ndarray, block: int = 1 << 20) -> bool:
 
 
 def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,
-                 lowrank: LowRank | None = None, workspace: Workspace | None = None) -> LocalResult:
+                 lowrank: LowRank | None = None, workspace: Workspace | None = None,
+                 prox_mu: float = 0.0) -> LocalResult:
     """The engine's trainer: each client walks its steps in one compiled pass (`fused_kernel`), reading and
-    writing its touched rows in place. The same update as `train_cohort_batched` up to summation order."""
+    writing its touched rows in place. The same update as `train_cohort_batched` up to summation order.
+    prox_mu > 0: FedProx's local objective, + mu/2 ||item table - Q||^2 (`fused_kernel`, the pull)."""
     from . import fused_kernel
 
     if Q.dtype != torch.float32:  # the kernel is float32 like every run; other dtypes take the torch path
+        if prox_mu:
+            raise ValueError(f"prox_mu={prox_mu} needs a float32 item table (got {Q.dtype}): FedProx is in the "
+                             "compiled trainer only")
         return train_cohort_batched(Q, p0, plan, lr, weight_decay, lowrank)
     M, (N, d) = plan.n_clients, Q.shape
     first = np.searchsorted(plan.sample_client, np.arange(M + 1)).astype(np.int64)
@@ -242,7 +247,7 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
     Qn = np.ascontiguousarray(Q.numpy())
     label = np.ascontiguousarray(plan.sample_label, dtype=np.float32)
     sched = (plan.slots, plan.sample_item, label, row_of_sample, plan.n_active.astype(np.int64),
-             plan.offsets.astype(np.int64), lr, 2.0 * weight_decay)
+             plan.offsets.astype(np.int64), lr, 2.0 * weight_decay, prox_mu)
     B = None if lowrank is None else np.ascontiguousarray(lowrank.B.to(torch.float32).numpy())
     W = _table(row_item.shape[0], d if B is None else B.shape[1], workspace)  # trained in place by the kernel
     rows = RowUpdate.from_offsets(M, N, row_first, torch.from_numpy(row_item), torch.from_numpy(W))

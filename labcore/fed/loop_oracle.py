@@ -25,7 +25,7 @@ from .sampling import (ITEM_DTYPE, SLOT_DTYPE, STREAM_NEGATIVES, STREAM_SHUFFLE,
 
 
 def train_clients_loop(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,
-                       lowrank: LowRank | None = None) -> LocalResult:
+                       lowrank: LowRank | None = None, prox_mu: float = 0.0) -> LocalResult:
     N, d = Q.shape
     items_all = torch.from_numpy(plan.sample_item)
     labels_all = torch.from_numpy(plan.sample_label).to(Q.dtype)
@@ -56,6 +56,9 @@ def train_clients_loop(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: f
             loss_sum += float(loss.detach()) * bs
             n_samples += bs
             reg = weight_decay * ((e**2).sum() + (u**2).sum()) / bs
+            if prox_mu:  # FedProx: mu/2 ||item table - Q||^2 over the whole table (/ bs: lr is scaled by bs below)
+                moved = (table - Q) if lowrank is None else A @ lowrank.B.T
+                reg = reg + prox_mu / 2 * (moved**2).sum() / bs
             for group in opt.param_groups:
                 group["lr"] = lr * bs  # the reference scales lr by the batch size
             opt.zero_grad()

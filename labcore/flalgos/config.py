@@ -8,7 +8,7 @@ from __future__ import annotations
 import typing
 from dataclasses import dataclass, fields
 
-from ..typed_config import TypedConfig, build, check_choices, check_ranges, check_types, fail, hash_key
+from ..typed_config import ConfigError, TypedConfig, build, check_choices, check_ranges, check_types, fail, hash_key
 
 TASKS = ("synthetic", "digits", "quadratic", "mnist", "femnist", "mf")
 SPLITS = ("dirichlet", "quantity", "iid")
@@ -160,3 +160,13 @@ def _validate(c: FLConfig) -> None:
 
 def from_dict(d: dict) -> FLConfig:
     return build(FLConfig, d)
+
+
+def card_config_from_dict(d: dict):
+    """A config a card of this topic lists: the topic's own, or the lab engine's (`flalgos-engine-ml1m`)."""
+    try:
+        return from_dict(d)
+    except ConfigError:
+        from ..config import from_dict as engine_config
+
+        return engine_config(d)

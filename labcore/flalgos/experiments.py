@@ -145,3 +145,45 @@ def bytes_table(size: str, progress: bool = False) -> pd.DataFrame:
 def _params(cfg: FLConfig) -> int:
     d, k = 64, 10
     return d * k + k if cfg.model == "logreg" else d * cfg.hidden + cfg.hidden + cfg.hidden * k + k
+
+
+# --- the algorithms on the lab's engine: MF recommendation with private user vectors -------------------------
+# The engine (`labcore.fed`) runs FedProx in its compiled local training and the server optimizers on its item
+# table, so they compose with its compression methods (CoLR), quantization, encryption and payload ledger.
+ENGINE_METHODS = ("fedmf", "colr")
+ENGINE_ALGORITHMS = (("FedAvg", {}), ("FedProx mu=0.01", {"prox_mu": 0.01}),
+                     ("FedAvgM", {"server_optimizer": "fedavgm", "server_lr": 0.5, "server_momentum": 0.5}),
+                     ("FedAdam", {"server_optimizer": "fedadam", "server_lr": 0.01}),
+                     ("FedYogi", {"server_optimizer": "fedyogi", "server_lr": 0.01}))
+ENGINE_SMOKE = dict(dataset="synthetic", synthetic_size="small", rounds=6, clients_per_round=20, local_epochs=1,
+                    batch_size=64, eval_every=3, rank_every=0, client_schedule="rotating")
+
+
+def engine_runs(size: str):
+    """FedMF d=64 and CoLR@4 on MovieLens-1M at CoLR's settings (`paper_ml1m`: 60 clients a round, E = 2,
+    B = 256, lr 0.5, 1000 rounds, the authors' rotating schedule), one run per algorithm; smoke: the small
+    synthetic set for 6 rounds."""
+    from ..config import RunConfig, paper_ml1m
+
+    out = []
+    for method in ENGINE_METHODS:
+        for label, algo in ENGINE_ALGORITHMS:
+            kw = dict(method=method, rank=4, **algo)
+            cfg = (paper_ml1m(eval_every=100, rank_every=0, **kw) if size == "full"
+                   else RunConfig(**ENGINE_SMOKE, **kw))
+            out.append(({"method": cfg.describe(), "algorithm": label}, cfg))
+    return out
+
+
+def engine_table(size: str, progress: bool = False) -> pd.DataFrame:
+    from ..figures.runs import run_all
+
+    runs = engine_runs(size)
+    frames = []
+    for (labels, _), res in zip(runs, run_all([c for _, c in runs], progress)):
+        t = res.table.dropna(subset=["hr"])[["round", "hr", "ndcg", "bytes_up_client", "bytes_down_client"]].copy()
+        t["round"] = t["round"] + 1  # rounds played
+        for k, v in reversed(labels.items()):
+            t.insert(0, k, v)
+        frames.append(t)
+    return pd.concat(frames, ignore_index=True)

@@ -84,3 +84,22 @@ def client_accuracy(clients: pd.DataFrame, title: str = "per-client test accurac
     long["model"] = long["model"].map({"test_acc": "global", "personal_acc": "personalized"})
     fig = px.bar(long.sort_values("client"), x="client", y="accuracy", color="model", barmode="group")
     return _layout(fig, title)
+
+
+def engine(df: pd.DataFrame, paper=None):
+    """HR@10 against rounds per algorithm (one panel per method) and the downlink a client receives a round."""
+    fig = make_subplots(rows=1, cols=3, subplot_titles=(*df["method"].unique()[:2], "downlink per client a round"),
+                        column_widths=[0.36, 0.36, 0.28])
+    colors = dict(zip(df["algorithm"].unique(), px.colors.qualitative.D3))
+    for col, method in enumerate(df["method"].unique()[:2], start=1):
+        for algo, d in df[df["method"] == method].groupby("algorithm", sort=False):
+            fig.add_trace(go.Scatter(x=d["round"], y=d["hr"], name=algo, legendgroup=algo, showlegend=col == 1,
+                                     line=dict(color=colors[algo])), row=1, col=col)
+        fig.update_yaxes(title_text="HR@10" if col == 1 else None, row=1, col=col)
+        fig.update_xaxes(title_text="round", row=1, col=col)
+    last = df.sort_values("round").groupby(["method", "algorithm"], sort=False).tail(1)
+    for algo, d in last.groupby("algorithm", sort=False):
+        fig.add_trace(go.Bar(x=d["method"], y=d["bytes_down_client"] / 2**20, name=algo, legendgroup=algo,
+                             showlegend=False, marker_color=colors[algo]), row=1, col=3)
+    fig.update_yaxes(title_text="MB (2^20 bytes)", type="log", row=1, col=3)
+    return _layout(fig, _title(df, "The algorithms on the lab's engine: MovieLens-1M, private user vectors"))

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..fed import server_opt
 from .config import FLConfig
 from .problems import Batches
 
@@ -47,10 +48,13 @@ class FedAvg:
     name = "fedavg"
     personalized = False
     batches_per_step = 1  # minibatches a local step reads
+    server_step = "fedavg"  # the server's step from the mean update (`labcore.fed.server_opt`, shared with the engine)
 
     def __init__(self, cfg: FLConfig, problem, n_clients: int):
         self.cfg, self.problem, self.N, self.P = cfg, problem, n_clients, problem.P
         self.w = problem.init(torch.Generator().manual_seed(cfg.seed))
+        self.server = server_opt.make(self.server_step, lr=cfg.server_lr, momentum=cfg.server_momentum,
+                                      beta1=cfg.beta1, beta2=cfg.beta2, tau=cfg.tau)
 
     # --- what the server sends ---------------------------------------------------------------------------------
     def downlink(self) -> dict[str, torch.Tensor]:
@@ -79,7 +83,7 @@ class FedAvg:
         return ops.mean(parts, coef)
 
     def server_update(self, agg: dict, ctx: RoundContext) -> None:
-        self.w = self.w + self.cfg.server_lr * agg["delta"]
+        self.w = self.w + self.server.step(agg["delta"])
 
     # --- evaluation ------------------------------------------------------------------------------------------------
     def personal_models(self) -> torch.Tensor | None:
@@ -150,40 +154,17 @@ class QFedAvg(FedAvg):
 
 class FedAvgM(FedAvg):
     name = "fedavgm"
-
-    def __init__(self, cfg, problem, n_clients):
-        super().__init__(cfg, problem, n_clients)
-        self.v = torch.zeros_like(self.w)
-
-    def server_update(self, agg, ctx):
-        self.v = self.cfg.server_momentum * self.v + agg["delta"]
-        self.w = self.w + self.cfg.server_lr * self.v
+    server_step = "fedavgm"
 
 
 class FedAdam(FedAvg):
     name = "fedadam"
-
-    def __init__(self, cfg, problem, n_clients):
-        super().__init__(cfg, problem, n_clients)
-        self.m = torch.zeros_like(self.w)
-        self.v = torch.full_like(self.w, cfg.tau**2)
-
-    def second_moment(self, d: torch.Tensor) -> torch.Tensor:
-        return self.cfg.beta2 * self.v + (1 - self.cfg.beta2) * d * d
-
-    def server_update(self, agg, ctx):
-        d = agg["delta"]
-        self.m = self.cfg.beta1 * self.m + (1 - self.cfg.beta1) * d
-        self.v = self.second_moment(d)
-        self.w = self.w + self.cfg.server_lr * self.m / (self.v.sqrt() + self.cfg.tau)
+    server_step = "fedadam"
 
 
 class FedYogi(FedAdam):
     name = "fedyogi"
-
-    def second_moment(self, d):
-        d2 = d * d
-        return self.v - (1 - self.cfg.beta2) * d2 * torch.sign(self.v - d2)
+    server_step = "fedyogi"
 
 
 class _Personal(FedAvg):

@@ -14,7 +14,7 @@ TOPIC = Topic(
     pages=(Page("flalgos", "FL algorithms: drift, fairness, attacks", ":material/tune:", HERE / "page.py"),),
     exercises=".exercises",
     notebook="labs/08_fl_algorithms.ipynb",
-    config=".config:from_dict",
+    config=".config:card_config_from_dict",
     summary="Pick an algorithm, a task and how heterogeneous the clients are; watch convergence, per-client "
             "fairness, drift and bytes side by side.",
 )

@@ -141,5 +141,9 @@ class FedMF:
     def downlink(self, aggregate: torch.Tensor, setup: RoundSetup) -> list[Wire]:
         return self._down_codec().encode(aggregate[None])
 
+    def downlink_delta(self, wires: dict[str, Wire], setup: RoundSetup) -> torch.Tensor:
+        """The (N, d) change of the item table the broadcast stands for (`apply_downlink` adds it to Q)."""
+        return self._down_codec().decode(wires)[0]
+
     def apply_downlink(self, Q: torch.Tensor, wires: dict[str, Wire], setup: RoundSetup) -> torch.Tensor:
-        return Q + self._down_codec().decode(wires)[0]
+        return Q + self.downlink_delta(wires, setup)

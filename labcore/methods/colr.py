@@ -111,9 +111,9 @@ class CoLR(FedMF):
             wires.append(Wire("B", "factors", setup.lowrank.B.reshape(1, -1)))
         return wires
 
-    def apply_downlink(self, Q: torch.Tensor, wires: dict[str, Wire], setup: RoundSetup) -> torch.Tensor:
+    def downlink_delta(self, wires: dict[str, Wire], setup: RoundSetup) -> torch.Tensor:
         A = wires["A"].data.view(self.n_items, self.cfg.rank)
-        return Q + A @ setup.lowrank.B.T
+        return A @ setup.lowrank.B.T
 
 
 class SCoLR(CoLR):
