@@ -88,3 +88,30 @@ def check_more_heterogeneous(answer, alphas=(0.1, 10.0)) -> Feedback:
     return Feedback(ok, f"alpha = {best:g}: drift {drift[best]:.3f} against {min(drift.values()):.3f}; small alpha "
                         "gives each client few classes, so local models pull apart" if ok else
                     f"{answer} is not it: small alpha means each client holds only a few of the classes")
+
+
+# The lab's engine (CoLR's recommendation engine) at smoke size: the small synthetic set, a few rounds.
+ENGINE_BASE = dict(dataset="synthetic", synthetic_size="small", method="colr", dim=64, rank=4, rounds=3,
+                   clients_per_round=20, local_epochs=1, batch_size=64, eval_every=3, rank_every=0)
+
+
+def engine_config(**overrides):
+    """A run of the lab's engine (`labcore.RunConfig`) for the notebook's last section."""
+    from ..config import from_dict as engine_from_dict
+
+    return engine_from_dict({**ENGINE_BASE, **overrides})
+
+
+def check_server_step_downlink(answer, server_optimizer: str = "fedadam") -> Feedback:
+    """How many times CoLR's downlink bytes per client does a round cost with a stateful server optimizer?"""
+    if missing(answer):
+        return todo("a number: CoLR@4's downlink bytes per client with FedAdam / with FedAvg")
+    from ..fed.engine import run
+
+    down = {o: float(run(engine_config(server_optimizer=o, server_lr=0.01), progress=False)
+                     .table["bytes_down_client"].iloc[-1]) for o in ("fedavg", server_optimizer)}
+    ratio = down[server_optimizer] / down["fedavg"]
+    ok = close(answer, ratio, abs_=0.5)
+    return Feedback(ok, f"{ratio:.2f}: the optimizer's moments stay on the server, so every client receives its "
+                        f"dense step (items x d = 64 values an item) instead of CoLR's A (items x r = 4)" if ok else
+                    f"{answer} is not it: compare the `bytes_down_client` columns of the two runs")
