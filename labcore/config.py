@@ -188,6 +188,21 @@ def _validate(c: RunConfig) -> None:
     _validate_encryption(c)
 
 
+def check_prox_pull(c: RunConfig) -> None:
+    """FedProx's pull per local step is lr mu of the client's update (CoLR / SCoLR: of A through B^T B, whose
+    eigenvalues are about d / r, times A's learning-rate scale sqrt(r / d)); 1 or more overshoots the global
+    table and the run blows up. Checked before training (`engine.check_fits`), not on the config alone, so
+    that a link can set prox_mu before the method it suits."""
+    gain = 1.0
+    if c.method in ("colr", "scolr"):
+        gain = (c.dim / c.rank) ** 0.5 if c.lowrank_lr_scale else c.dim / c.rank
+    if c.prox_mu * c.lr * gain >= 1:
+        fail("prox_mu", c.prox_mu, f"must be below {1 / (c.lr * gain):.4g} with lr={c.lr:g}"
+                                   + (f" and {c.method} at d/r = {c.dim}/{c.rank}" if gain != 1 else "")
+                                   + f": every local step pulls the client's update back by {c.lr * c.prox_mu * gain:.3g} "
+                                     "of itself, and 1 or more overshoots the global table")
+
+
 def _validate_encryption(c: RunConfig) -> None:
     from .privacy.params import check_ckks  # pure Python: no TenSEAL import
 

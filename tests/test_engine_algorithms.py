@@ -144,3 +144,15 @@ def test_unused_server_settings_stay_out_of_the_cache_key():
     assert RunConfig(server_momentum=0.5).key() == RunConfig().key()  # FedAvg has no momentum
     assert RunConfig(server_optimizer="fedavgm", server_tau=0.1).key() == RunConfig(server_optimizer="fedavgm").key()
     assert RunConfig(server_optimizer="fedadam", server_tau=0.1).key() != RunConfig(server_optimizer="fedadam").key()
+
+
+def test_a_pull_that_would_overshoot_is_refused_before_training_and_a_divergence_stops_the_run(tiny):
+    from labcore.fed.engine import DivergedError
+
+    with pytest.raises(ConfigError, match=r"prox_mu=10.0 is invalid: must be below 2 with lr=0.5: every local step"):
+        Simulation(RunConfig(method="fedmf", prox_mu=10.0, **FAST), tiny)
+    with pytest.raises(ConfigError, match=r"prox_mu=1.0 is invalid: must be below 1 with lr=0.5 and colr at d/r = 8/2"):
+        Simulation(RunConfig(method="colr", prox_mu=1.0, **FAST), tiny)
+    Simulation(RunConfig(method="colr", prox_mu=0.9, **FAST), tiny)  # below the bound: accepted
+    with pytest.raises(DivergedError, match=r"round \d+: the run diverged .*: lower lr \(now 1000\)"):
+        run(RunConfig(method="fedmf", lr=1000.0, **FAST), data=tiny, use_cache=False, progress=False)

@@ -157,6 +157,7 @@ _SECTIONS = (
     ("Data and method", ("dataset", "method", "dim", "rank", "ratio")),
     ("Communication", ("bits", "channel", "bandwidth")),
     ("Heterogeneity", ("heterogeneity",)),
+    ("Algorithm", ("algorithm",)),
     ("Privacy", ("encryption", "ckks")),
     ("Federation", ("clients", "rounds", "seed")),
 )

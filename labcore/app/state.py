@@ -25,8 +25,8 @@ from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from typing import Any, Mapping
 
-from ..config import (B_INITS, CLIENT_SCHEDULES, DATASETS, ENCRYPTIONS, FIELD_NAMES, METHODS, SYNTHETIC_SIZES,
-                      ConfigError, RunConfig, coerce_field, from_dict)
+from ..config import (B_INITS, CLIENT_SCHEDULES, DATASETS, ENCRYPTIONS, FIELD_NAMES, METHODS, SERVER_OPTIMIZERS,
+                      SYNTHETIC_SIZES, ConfigError, RunConfig, coerce_field, from_dict)
 
 # Query parameters Streamlit itself uses; never reported as unknown.
 STREAMLIT_PARAMS = ("embed", "embed_options")
@@ -204,6 +204,16 @@ def _explorer_controls() -> tuple[Control, ...]:
                 show_if=("dataset", ("synthetic",)), hidden_value=1.0),
         Control("encryption", "encryption", "select", "encryption", ENCRYPTIONS,
                 help="ckks / secagg protect FedMF, CoLR and SCoLR uploads; paillier the values of Top-K"),
+        Control("prox_mu", "FedProx mu (0 = FedAvg)", "number", "algorithm", (), 0.0, 10.0, 0.01,
+                help="every local step pulls the client's item-table update toward the round's global table by "
+                     "lr x mu of itself (FedProx's proximal term); user vectors stay private and unregularized"),
+        Control("server_optimizer", "server optimizer", "select", "algorithm", SERVER_OPTIMIZERS,
+                help="fedavg adds the mean update; fedavgm / fedadam / fedyogi keep momentum or moments on the "
+                     "server, so every client receives the server's dense step: CoLR's downlink grows d / r times"),
+        Control("server_lr", "server step size", "number", "algorithm", (), 0.0001, 10.0, 0.01,
+                help="eta: with fedavg, 1 applies the mean update as it is; fedadam / fedyogi need about 0.01"),
+        Control("server_momentum", "server momentum (FedAvgM)", "slider", "algorithm", (), 0.0, 0.99, 0.01,
+                show_if=("server_optimizer", ("fedavgm",))),
         Control("clients_per_round", "clients per round", "slider", "clients", (), 1, 500, 1),
         Control("rounds", "rounds", "slider", "rounds", (), 1, 1000, 1),
         Control("seed", "seed", "number", "seed", (), 0, 2**31 - 1, 1,

@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ..config import ConfigError, RunConfig
+from ..config import ConfigError, RunConfig, check_prox_pull
 from ..data.base import InteractionData
 from ..methods import make_method
 from ..methods.base import Wire
@@ -159,7 +159,12 @@ def check_fits(cfg: RunConfig, data: InteractionData, layout: str = "rows") -> N
     if cfg.clients_per_round > data.n_users:
         raise ConfigError(f"clients_per_round={cfg.clients_per_round} is invalid: {data.name} has only "
                           f"{data.n_users} users (allowed range 1..{data.n_users})")
+    check_prox_pull(cfg)
     check_memory(cfg, data, layout)
+
+
+class DivergedError(FloatingPointError):
+    """A run's loss or item table stopped being finite (its step sizes are too large)."""
 
 
 def _prox_trainers():
@@ -261,6 +266,7 @@ class Simulation:
         down_sent, down_recv = quantize_wires(down, cfg.down_bits, cfg.quant_bucket,
                                               _gen(cfg.seed, t, S.STREAM_QUANT + 1), cfg.down_link_budget)
         self.Q = self._apply_downlink({w.name: w for w in down_recv}, setup)
+        self._check_finite(t, local.loss_sum / max(local.n_samples, 1))
         sec_server = time.perf_counter() - t1 - (he.wall_s if he else 0.0)
         down_bytes = (self.ledger.record(t, "down", down_sent, receivers=len(clients)) if he is None
                       else self.secure.record_down(self.ledger, t, down_sent, he, len(clients)))
@@ -287,6 +293,19 @@ class Simulation:
         self.rows.append(row)
         self.round += 1
         return row
+
+    def _check_finite(self, t: int, loss: float) -> None:
+        """Stop a run whose numbers left the floats (a step size too large) with what to change, before the
+        round's statistics fail on them."""
+        if math.isfinite(loss) and bool(torch.isfinite(self.Q).all()):
+            return
+        cfg = self.cfg
+        knobs = ([f"lr (now {cfg.lr:g})"] + ([f"prox_mu (now {cfg.prox_mu:g})"] if cfg.prox_mu else [])
+                 + ([f"server_lr (now {cfg.server_lr:g})"] if cfg.server_optimizer != "fedavg" or cfg.server_lr != 1.0
+                    else []))
+        raise DivergedError(f"round {t + 1}: the run diverged (training loss {loss:.3g}, item table "
+                            f"{'finite' if bool(torch.isfinite(self.Q).all()) else 'not finite'}): lower "
+                            + " or ".join(knobs))
 
     def _apply_downlink(self, wires: dict[str, Wire], setup) -> torch.Tensor:
         if self.server.stateful:
