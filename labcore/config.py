@@ -197,10 +197,11 @@ def check_prox_pull(c: RunConfig) -> None:
     if c.method in ("colr", "scolr"):
         gain = (c.dim / c.rank) ** 0.5 if c.lowrank_lr_scale else c.dim / c.rank
     if c.prox_mu * c.lr * gain >= 1:
+        pull = c.lr * c.prox_mu * gain
         fail("prox_mu", c.prox_mu, f"must be below {1 / (c.lr * gain):.4g} with lr={c.lr:g}"
                                    + (f" and {c.method} at d/r = {c.dim}/{c.rank}" if gain != 1 else "")
-                                   + f": every local step pulls the client's update back by {c.lr * c.prox_mu * gain:.3g} "
-                                     "of itself, and 1 or more overshoots the global table")
+                                   + f": every local step pulls the client's update back by {pull:.3g} of itself, "
+                                     "and 1 or more overshoots the global table")
 
 
 def _validate_encryption(c: RunConfig) -> None:

@@ -15,6 +15,13 @@ FAST = dict(clients_per_round=8, local_epochs=2, batch_size=16, dim=8, rank=2, e
 
 
 # --- the server's step, by hand ----------------------------------------------------------------------------------
+def test_every_allowed_server_optimizer_has_its_class():
+    from labcore.config import SERVER_OPTIMIZERS
+
+    assert tuple(c.name for c in server_opt.CLASSES) == SERVER_OPTIMIZERS
+    assert [type(server_opt.make(n)).name for n in SERVER_OPTIMIZERS] == list(SERVER_OPTIMIZERS)
+
+
 def test_server_steps_by_hand():
     d1, d2 = torch.tensor([1.0, -2.0]), torch.tensor([0.5, 0.5])
     assert torch.equal(server_opt.make("fedavg", lr=0.5).step(d1), torch.tensor([0.5, -1.0]))

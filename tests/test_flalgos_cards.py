@@ -107,7 +107,8 @@ def test_engine_card_runs_the_algorithms_on_the_labs_engine():
     card = registry.get("flalgos-engine-ml1m")
     smoke, full = card.configs("smoke"), card.configs("full")
     assert all(isinstance(c, RunConfig) for c in smoke + full) and len(smoke) == len(full) == 10
-    assert {(c.method, c.server_optimizer, c.prox_mu) for c in full} >= {("colr", "fedadam", 0.0), ("fedmf", "fedavg", 0.01)}
+    algorithms = {(c.method, c.server_optimizer, c.prox_mu) for c in full}
+    assert algorithms >= {("colr", "fedadam", 0.0), ("fedmf", "fedavg", 0.01)}
     assert all((c.dataset, c.clients_per_round, c.rounds, c.client_schedule) == ("ml-1m", 60, 1000, "rotating")
                for c in full)
     ours = card.compute("smoke")
