@@ -22,6 +22,7 @@ COMP_TIME_MODES = ("calibrated", "measured")
 CLIENT_SCHEDULES = ("uniform", "rotating")  # labcore.fed.sampling.round_clients
 ENCRYPTIONS = ("none", "ckks", "secagg", "paillier")  # labcore.fed.secure implements each
 SERVER_OPTIMIZERS = ("fedavg", "fedavgm", "fedadam", "fedyogi")  # labcore.fed.server_opt implements each
+STRAGGLER_POLICIES = ("auto", "drop", "keep")  # labcore.fed.stragglers
 # Which methods each protection supports (why the others cannot: labcore.fed.secure).
 ENCRYPTION_METHODS = {"none": METHODS, "ckks": ("fedmf", "colr", "scolr"), "secagg": ("fedmf", "colr", "scolr"),
                       "paillier": ("topk",)}
@@ -71,6 +72,12 @@ class RunConfig(TypedConfig):
     server_beta1: float = 0.9  # FedAdam / FedYogi
     server_beta2: float = 0.99
     server_tau: float = 1e-3  # FedAdam / FedYogi adaptivity (v starts at tau^2)
+    scaffold: bool = False  # SCAFFOLD (Karimireddy et al. 2020, option II): control variates correct each local step
+    qffl_q: float = 0.0  # q-FFL / q-FedAvg (Li et al. 2020): clients with a higher loss weigh more; 0 = FedAvg
+    qffl_lipschitz: float = 0.0  # q-FedAvg's Lipschitz estimate L; 0 = 1 / lr (their code's choice)
+    # systems heterogeneity (labcore.fed.stragglers): this share of each cohort takes a uniform 1..K-1 of its K steps
+    stragglers: float = 0.0
+    straggler_policy: str = "auto"  # auto (plain FedAvg drops them, FedProx / SCAFFOLD / q-FFL keep them), drop, keep
     # evaluation
     eval_every: int = 20
     rank_every: int = 10  # effective rank of client updates every k rounds (0 = never)
@@ -104,6 +111,7 @@ class RunConfig(TypedConfig):
         """Stable hash of every field that can change the numbers: the cache key for results."""
         skip = _NOT_IN_KEY + _unused_encryption_fields(self.encryption)
         skip += _UNUSED_SERVER_FIELDS.get(self.server_optimizer, ())
+        skip += ("straggler_policy",) if not self.stragglers else ()  # no straggler: no policy applies
         skip += tuple(k for k, v in _KEY_FROM_NON_DEFAULT.items() if getattr(self, k) == v)
         # a channel budget acts on quantized levels only: over a float32 link it cannot change the numbers
         skip += tuple(f"{d}_link_budget" for d in ("up", "down") if not getattr(self, f"{d}_bits"))
@@ -118,7 +126,18 @@ class RunConfig(TypedConfig):
             label += f" q{self.up_bits or 32}/{self.down_bits or 32}b"
         if self.encryption != "none":
             label += " +" + {"ckks": "CKKS", "secagg": "SecAgg", "paillier": "Paillier"}[self.encryption]
+        if self.scaffold:
+            label += " SCAFFOLD"
+        if self.qffl_q:
+            label += f" q-FFL q={self.qffl_q:g}"
         return label
+
+    def drops_stragglers(self) -> bool:
+        """Whether this run's stragglers leave the round: "auto" drops them under plain FedAvg only (FedProx's
+        comparison: FedAvg drops the stragglers, FedProx keeps their partial work)."""
+        if self.straggler_policy == "auto":
+            return not (self.prox_mu or self.scaffold or self.qffl_q)
+        return self.straggler_policy == "drop"
 
     def ckks_chain(self) -> tuple[int, ...]:
         """The coefficient modulus actually used: ckks_coeff_bits, or (60, ckks_scale_bits, 60)."""
@@ -129,7 +148,9 @@ _NOT_IN_KEY = ("checkpoint_every",)  # bookkeeping that does not change the numb
 # Fields added after results were stored: at their default they stay out of the key, so stored keys remain valid.
 _KEY_FROM_NON_DEFAULT = {"data_skew": 1.0, "client_schedule": "uniform", "up_link_budget": 0, "down_link_budget": 0,
                          "prox_mu": 0.0, "server_optimizer": "fedavg", "server_lr": 1.0, "server_momentum": 0.9,
-                         "server_beta1": 0.9, "server_beta2": 0.99, "server_tau": 1e-3}
+                         "server_beta1": 0.9, "server_beta2": 0.99, "server_tau": 1e-3, "scaffold": False,
+                         "qffl_q": 0.0, "qffl_lipschitz": 0.0, "stragglers": 0.0,
+                         "straggler_policy": "auto"}
 # the server optimizer's settings that cannot change a run under it (kept out of its cache key)
 _UNUSED_SERVER_FIELDS = {"fedavg": ("server_momentum", "server_beta1", "server_beta2", "server_tau"),
                          "fedavgm": ("server_beta1", "server_beta2", "server_tau"), "fedadam": ("server_momentum",),
@@ -157,13 +178,15 @@ _RANGES = {
     "paillier_key_bits": (1024, 8192), "he_real_clients": (1, 10**7), "he_real_values": (1, 10**7),
     "data_skew": (0.0, 2.0),  # beyond ~2 the per-size cap and the 20-interaction floor lower the Gini again
     "server_momentum": (0.0, 0.999999), "server_beta1": (0.0, 0.999999), "server_beta2": (0.0, 0.999999),
+    "stragglers": (0.0, 1.0),
 }
 _POSITIVE = ("lr", "bw_down", "bw_up", "server_lr", "server_tau")
-_NONNEGATIVE = ("weight_decay", "r_comp", "c_comp", "sec_per_sample", "sec_per_value", "prox_mu")
+_NONNEGATIVE = ("weight_decay", "r_comp", "c_comp", "sec_per_sample", "sec_per_value", "prox_mu",
+                "qffl_q", "qffl_lipschitz")
 _CHOICES = {
     "method": METHODS, "dataset": DATASETS, "synthetic_size": SYNTHETIC_SIZES, "b_init": B_INITS,
     "aggregation": AGGREGATIONS, "comp_time": COMP_TIME_MODES, "client_schedule": CLIENT_SCHEDULES,
-    "server_optimizer": SERVER_OPTIMIZERS,
+    "server_optimizer": SERVER_OPTIMIZERS, "straggler_policy": STRAGGLER_POLICIES,
 }
 
 
@@ -202,6 +225,40 @@ def check_prox_pull(c: RunConfig) -> None:
                                    + (f" and {c.method} at d/r = {c.dim}/{c.rank}" if gain != 1 else "")
                                    + f": every local step pulls the client's update back by {pull:.3g} of itself, "
                                      "and 1 or more overshoots the global table")
+
+
+def check_algorithm(c: RunConfig) -> None:
+    """SCAFFOLD and q-FFL on the engine: what they run with (checked before training, like `check_prox_pull`).
+
+    Both run with FedMF, whose clients send their whole item-table update: SCAFFOLD's variates live in that
+    table's space (CoLR trains a new random subspace every round, where a variate of the last one means
+    nothing), and q-FFL's step needs the norm of each client's table update. Neither runs under quantization
+    or encryption, which see each client's dense payload, nor together with FedProx."""
+    if not (c.scaffold or c.qffl_q):
+        return
+    name, value = ("scaffold", True) if c.scaffold else ("qffl_q", c.qffl_q)
+    if c.method != "fedmf":
+        fail(name, value, f"runs with method='fedmf' only (got method={c.method!r}): "
+                          + ("its control variates live in the whole item table's space" if c.scaffold
+                             else "its step uses the norm of each client's whole item-table update"))
+    if c.scaffold and c.qffl_q:
+        fail("qffl_q", c.qffl_q, "must be 0 with scaffold=True (one algorithm at a time)")
+    if c.prox_mu:
+        fail("prox_mu", c.prox_mu, f"must be 0 with {name}={value!r} (one algorithm at a time)")
+    for f in ("up_bits", "down_bits"):
+        if getattr(c, f):
+            fail(f, getattr(c, f), f"must be 0 with {name}={value!r}: quantization is not combined with it here")
+    if c.encryption != "none":
+        fail("encryption", c.encryption, f"must be 'none' with {name}={value!r}: "
+                                         + ("a client's corrected update is dense, and the server updates its "
+                                            "variate from every client's change" if c.scaffold
+                                            else "the server weighs each client's update by its own loss"))
+    if c.aggregation != "weighted":
+        fail("aggregation", c.aggregation, f"must be 'weighted' with {name}={value!r}: "
+                                           + ("a client's corrected update moves every item, so a per-item mean "
+                                              "over the clients that trained an item has no meaning" if c.scaffold
+                                              else "q-FFL replaces the per-client weights, and one normalizer "
+                                                   "serves the whole table"))
 
 
 def _validate_encryption(c: RunConfig) -> None:

@@ -16,7 +16,10 @@ ROUND_COLUMNS = ("round", "loss", "hr", "ndcg", "bytes_up", "bytes_down", "bytes
                  "agg_n90", "agg_n99", "agg_erank",
                  # encryption (NaN without): HE compute per client and at the server (s, measured; scaled from
                  # the he_real_clients protected for real when he_extrapolated), and the real partial sum's error
-                 "he_client_s", "he_server_s", "he_extrapolated", "he_check_err")
+                 "he_client_s", "he_server_s", "he_extrapolated", "he_check_err",
+                 # on evaluation rounds: every user's mean BCE over its training positives and evaluation negatives
+                 # at the global model (its own user vector): mean, spread and the worst tenth (q-FFL's fairness)
+                 "client_loss_mean", "client_loss_std", "client_loss_worst10")
 
 
 @dataclass(eq=False)

@@ -1,4 +1,5 @@
-"""environment.yml mirrors pyproject.toml and constraints.txt; the README's commands are what CI runs."""
+"""environment.yml mirrors pyproject.toml and constraints.txt; the README's commands are what CI runs; no module
+defines a name twice."""
 import re
 import tomllib
 
@@ -44,3 +45,18 @@ def test_ci_runs_the_test_command_written_in_the_readme():
     setup_lab, setup_tests = commands[0].strip(), commands[1].strip()
     assert "labcore" in setup_lab and "pytest" in setup_tests
     assert setup_tests in ci
+
+
+def test_no_module_defines_a_function_or_class_twice():
+    """A second `def` of a name silently replaces the first: a card's compute or plot function would then run
+    another card's code (a new `drift` plot once replaced the SCAFFOLD-on-digits one this way)."""
+    import ast
+    import collections
+
+    twice = []
+    for path in sorted((ROOT / "labcore").rglob("*.py")):
+        body = ast.parse(path.read_text()).body
+        names = collections.Counter(n.name for n in body
+                                    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+        twice += [f"{path.relative_to(ROOT)}: {name}" for name, n in names.items() if n > 1]
+    assert not twice, twice

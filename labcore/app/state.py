@@ -26,7 +26,7 @@ from fractions import Fraction
 from typing import Any, Mapping
 
 from ..config import (B_INITS, CLIENT_SCHEDULES, DATASETS, ENCRYPTIONS, FIELD_NAMES, METHODS, SERVER_OPTIMIZERS,
-                      SYNTHETIC_SIZES, ConfigError, RunConfig, coerce_field, from_dict)
+                      STRAGGLER_POLICIES, SYNTHETIC_SIZES, ConfigError, RunConfig, coerce_field, from_dict)
 
 # Query parameters Streamlit itself uses; never reported as unknown.
 STREAMLIT_PARAMS = ("embed", "embed_options")
@@ -202,11 +202,24 @@ def _explorer_controls() -> tuple[Control, ...]:
                 help="how unequal the clients' data sizes are (log-normal sigma of the interactions per user): "
                      "0 = every client holds about as much data, larger = a few heavy clients hold most of it",
                 show_if=("dataset", ("synthetic",)), hidden_value=1.0),
+        Control("stragglers", "stragglers (share of each round)", "slider", "heterogeneity", (), 0.0, 1.0, 0.1,
+                help="this share of every round's clients takes a uniform 1..K-1 of its K local steps (FedProx's "
+                     "systems heterogeneity)"),
+        Control("straggler_policy", "stragglers' work", "select", "heterogeneity", STRAGGLER_POLICIES,
+                help="auto: plain FedAvg drops the stragglers (they neither train nor send), FedProx, SCAFFOLD and "
+                     "q-FFL keep their partial work; drop / keep force one"),
         Control("encryption", "encryption", "select", "encryption", ENCRYPTIONS,
                 help="ckks / secagg protect FedMF, CoLR and SCoLR uploads; paillier the values of Top-K"),
         Control("prox_mu", "FedProx mu (0 = FedAvg)", "number", "algorithm", (), 0.0, 10.0, 0.01,
                 help="every local step pulls the client's item-table update toward the round's global table by "
                      "lr x mu of itself (FedProx's proximal term); user vectors stay private and unregularized"),
+        Control("scaffold", "SCAFFOLD control variates", "toggle", "algorithm",
+                help="every local step is corrected by c - c_i (the server's and the client's control variates): "
+                     "less client drift, twice the bytes each way. FedMF with weighted aggregation only",
+                show_if=("method", ("fedmf",)), hidden_value=False),
+        Control("qffl_q", "q-FFL q (0 = FedAvg)", "number", "algorithm", (), 0.0, 20.0, 0.001,
+                help="q-FedAvg: clients with a higher loss before training weigh more in the average; FedMF with "
+                     "weighted aggregation only", show_if=("method", ("fedmf",)), hidden_value=0.0),
         Control("server_optimizer", "server optimizer", "select", "algorithm", SERVER_OPTIMIZERS,
                 help="fedavg adds the mean update; fedavgm / fedadam / fedyogi keep momentum or moments on the "
                      "server, so every client receives the server's dense step: CoLR's downlink grows d / r times"),

@@ -53,20 +53,6 @@ def aggregate(updates, how: str, weights: torch.Tensor, touched: torch.Tensor | 
 
 
 # --- the row layout ----------------------------------------------------------------------------------------
-def _segsum(keys: torch.Tensor, vals: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sums of runs of equal keys (keys non-decreasing), each added left to right from 0."""
-    uk, inv = torch.unique_consecutive(keys, return_inverse=True)
-    out = vals.new_zeros((uk.shape[0], vals.shape[1]))
-    out.scatter_add_(0, inv[:, None].expand(-1, vals.shape[1]), vals)
-    return uk, out
-
-
-def _scatter_rows(n_items: int, k: int, dtype, keys: torch.Tensor, sums: torch.Tensor) -> torch.Tensor:
-    out = torch.zeros(n_items, k, dtype=dtype)
-    out[keys] = sums
-    return out
-
-
 def _dense_layout(X: torch.Tensor, layout: str) -> torch.Tensor:
     """(M, N, k) values in the memory layout the dense decode produces (tests)."""
     if layout == "factor":  # CoLR / SCoLR: (M, k, N) storage seen as (M, N, k)
@@ -97,9 +83,20 @@ def rows_item_mean(rows: RowUpdate, layout: str = "item") -> torch.Tensor:
     return rows_sum(rows, layout) / counts[:, None]
 
 
+@njit(cache=True)
+def _add_weighted_rows(out, item, client, w, values):
+    """out[item[j]] += values[j] * w[client[j]], rows in order (no fastmath: each product rounded, then added)."""
+    for j in range(item.shape[0]):
+        i, wc = item[j], w[client[j]]
+        for c in range(values.shape[1]):
+            out[i, c] += values[j, c] * wc
+
+
 def rows_weighted_sum(rows: RowUpdate, weights: torch.Tensor) -> torch.Tensor:
-    """sum_u w_u X_u over the rows, clients added in order (equal to the dense tensordot to float rounding)."""
-    w = weights.to(rows.values.dtype)[rows.client]
-    item, perm = torch.sort(rows.item, stable=True)
-    return _scatter_rows(rows.n_items, rows.width, rows.values.dtype,
-                         *_segsum(item, rows.values[perm] * w[perm][:, None]))
+    """sum_u w_u X_u over the rows, clients added in order (equal to the dense tensordot to float rounding), in one
+    compiled pass: the same bits as sorting the rows by item and adding each item's products in client order."""
+    vals = np.ascontiguousarray(rows.values.numpy())
+    out = np.zeros((rows.n_items, rows.width), dtype=vals.dtype)
+    _add_weighted_rows(out, np.ascontiguousarray(rows.item.numpy()), np.ascontiguousarray(rows.client.numpy()),
+                       np.ascontiguousarray(weights.to(rows.values.dtype).numpy()), vals)
+    return torch.from_numpy(out)

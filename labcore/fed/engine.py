@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ..config import ConfigError, RunConfig, check_prox_pull
+from ..config import ConfigError, RunConfig, check_algorithm, check_prox_pull
 from ..data.base import InteractionData
 from ..methods import make_method
 from ..methods.base import Wire
@@ -32,15 +32,20 @@ from ..net.ledger import Ledger
 from ..net.wallclock import RoundTimeModel
 from ..results import ROUND_COLUMNS, Result
 from . import sampling as S
-from . import server_opt
+from . import server_opt, stragglers
 from .aggregate import aggregate, fedavg_weights
 from .local_train import LocalResult, RowUpdate, Workspace, train_cohort
 from .mods import item_mask_wire, quantize_wires, wire_values
+from .scaffold import ControlVariates
 from .secure import make_secure_mod
 
 LAYOUTS = ("rows", "dense")
 
 CHECKPOINT = "checkpoint.pt"
+# A periodic checkpoint waits until this many times the last one's writing time has gone to training: most
+# checkpoints take milliseconds, but SCAFFOLD's keeps every client's variate (1.1 GB on MovieLens-1M, 15 to 25 s
+# to write), which every 50 rounds would cost more than the training. A stop or Ctrl-C always writes one.
+CHECKPOINT_OVERHEAD = 10
 
 
 def use_threads() -> None:
@@ -131,6 +136,10 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
     elif cfg.method == "topk":  # encoded from the rows, but the k values land anywhere: decoded densely
         k = topk_count(N * d, cfg.topk_ratio)
         est["dense per-client tables (Top-K decode)"] = M * N * d * 4 + M * k * 24
+    if cfg.scaffold:  # every user's c_i by the rows it last touched (all users, not the cohort), the round's old
+        # and new variates of the cohort, and c with the round's dense sums
+        kept = int(np.minimum(data.train_counts().astype(np.int64) * (1 + cfg.num_negatives), N).sum())
+        est["SCAFFOLD's control variates"] = kept * (d * 4 + 4) + 3 * rows * (d * 4 + 8) + 4 * N * d * 4
     if cfg.up_bits or cfg.down_bits:
         est["quantizer (float64 copies of the payload)"] = 4 * M * N * width * 8
     if cfg.encryption != "none":
@@ -160,6 +169,7 @@ def check_fits(cfg: RunConfig, data: InteractionData, layout: str = "rows") -> N
         raise ConfigError(f"clients_per_round={cfg.clients_per_round} is invalid: {data.name} has only "
                           f"{data.n_users} users (allowed range 1..{data.n_users})")
     check_prox_pull(cfg)
+    check_algorithm(cfg)
     check_memory(cfg, data, layout)
 
 
@@ -192,6 +202,10 @@ class Simulation:
                 from .loop_oracle import train_cohort_dense as trainer
             else:
                 trainer = train_cohort
+        if cfg.scaffold and trainer is not train_cohort:
+            raise ConfigError(f"scaffold=True needs the engine's trainer (SCAFFOLD's correction is in its compiled "
+                              f"local training); layout={layout!r} trains with {getattr(trainer, '__name__', trainer)}"
+                              ": use layout='rows' or scaffold=False")
         if cfg.prox_mu and trainer not in _prox_trainers():
             raise ConfigError(f"prox_mu={cfg.prox_mu} needs the engine's trainer (FedProx is in its compiled local "
                               f"training); layout={layout!r} trains with {getattr(trainer, '__name__', trainer)}: "
@@ -213,6 +227,7 @@ class Simulation:
         self.rows: list[dict] = []
         self.round = 0
         self.secure = make_secure_mod(cfg, data.n_items)  # None unless cfg.encryption is set
+        self.variates = ControlVariates(data.n_users, data.n_items, cfg.dim) if cfg.scaffold else None
         self.keep_view = False  # keep what the server saw in the last round (self.view): for the attacks
         self.view: dict | None = None
 
@@ -220,49 +235,52 @@ class Simulation:
     def step(self) -> dict:
         cfg, t, data = self.cfg, self.round, self.data
         clients = S.round_clients(cfg.client_schedule, data.n_users, cfg.clients_per_round, cfg.seed, t)
+        steps = None
+        if cfg.stragglers:  # a share of the cohort takes fewer steps: dropped, or kept with its partial work
+            full = stragglers.full_steps(data.train_counts()[clients], cfg.num_negatives, cfg.local_epochs,
+                                         cfg.batch_size)
+            slow, steps = stragglers.draw(full, cfg.stragglers, cfg.seed, t, keep_one=cfg.drops_stragglers())
+            if cfg.drops_stragglers():
+                clients, steps = clients[~slow], None
         plan = S.plan_round(data, self.sampler, clients, cfg.num_negatives, cfg.local_epochs, cfg.batch_size,
                             cfg.seed, t)
+        if steps is not None:
+            plan = stragglers.truncate(plan, steps)
         setup = self.method.setup_round(t, len(clients), _gen(cfg.seed, t, S.STREAM_METHOD))
+        loss_before = client_losses(self.Q, self.P[clients], plan) if cfg.qffl_q else None
         t0 = time.perf_counter()
-        if self.trainer is train_cohort and not self.keep_view:  # W reused round to round (see Workspace)
+        if self.variates is not None:  # SCAFFOLD: the cohort's variates in schedule order
+            local = train_cohort(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, None,
+                                 None if self.keep_view else self._workspace,
+                                 variates=self.variates.for_cohort(clients, plan.order))
+        elif self.trainer is train_cohort and not self.keep_view:  # W reused round to round (see Workspace)
             local = train_cohort(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, setup.lowrank,
                                  self._workspace, prox_mu=cfg.prox_mu)
         else:
             prox = {"prox_mu": cfg.prox_mu} if cfg.prox_mu else {}  # only the trainers that implement FedProx
             local = self.trainer(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, setup.lowrank, **prox)
         sec_local = time.perf_counter() - t0
-        n_pos = plan.n_pos
+        n_pos, n_steps = plan.n_pos, plan.n_steps
         if not self.keep_view:  # the schedule and the per-sample arrays are done with (150 MiB at Pinterest's
             del plan  # full participation): freed before the uplink's messages are made, the round's memory peak
         if self.layout == "rows" and local.rows is None:  # a dense trainer (the loop oracle): keep its rows
             local = LocalResult(local.p, None, None, local.loss_sum, local.n_samples, local.row_update())
 
-        up = self.method.uplink(local, setup)
-        up_sent, up_recv = quantize_wires(up, cfg.up_bits, cfg.quant_bucket, _gen(cfg.seed, t, S.STREAM_QUANT),
-                                          cfg.up_link_budget)
-        if cfg.aggregation == "item_mean":
-            up_sent = up_sent + [item_mask_wire(local.rows if local.rows is not None else local.touched)]
         he = None
-        if self.secure is None:
-            up_bytes = self.ledger.record(t, "up", up_sent)
-
-        t1 = time.perf_counter()
-        decoded = self.method.decode_uplink({w.name: w for w in up_recv}, setup)
-        if self.secure is None:
-            touched = None if isinstance(decoded, RowUpdate) else local.touched_dense()
-            agg = aggregate(decoded, cfg.aggregation, fedavg_weights(torch.from_numpy(n_pos)), touched,
-                            self.method.layout)
-        else:  # encrypted / masked sum; the mod records the protected uplink in the ledger
-            if isinstance(decoded, RowUpdate):  # the protocols work on each client's dense vector
-                decoded = decoded.dense()
-            he = self.secure.aggregate(t, up_sent, up_recv, decoded, n_pos, local.touched_dense(), setup,
-                                       self.ledger)
-            agg, up_bytes = he.aggregate, he.up_bytes
+        if self.variates is not None:  # SCAFFOLD: y_i - x and c_i+ - c_i, both dense; c updated at the server
+            t1 = time.perf_counter()
+            up, agg = self.variates.exchange(local.rows, clients, n_steps, cfg.lr,
+                                             fedavg_weights(torch.from_numpy(n_pos)))
+            up_sent, up_bytes, decoded = up, self.ledger.record(t, "up", up), local.rows
+        else:
+            up, up_sent, up_bytes, decoded, agg, he, t1 = self._uplink(t, local, setup, n_pos, loss_before)
         down = self.method.downlink(agg, setup)
         if self.server.stateful:  # FedAvgM / FedAdam / FedYogi: the broadcast is the server's step (clients
             # keep no optimizer state), made from the change the method's broadcast stands for
             step = self.server.step(self.method.downlink_delta({w.name: w for w in down}, setup))
             down = [Wire("server_step", "values", step.reshape(1, -1))]
+        if self.variates is not None:
+            down = down + [self.variates.broadcast()]
         down_sent, down_recv = quantize_wires(down, cfg.down_bits, cfg.quant_bucket,
                                               _gen(cfg.seed, t, S.STREAM_QUANT + 1), cfg.down_link_budget)
         self.Q = self._apply_downlink({w.name: w for w in down_recv}, setup)
@@ -287,12 +305,44 @@ class Simulation:
             row.update(aggregate_rank_stats(agg, setup))
         if (t + 1) % cfg.eval_every == 0 or t + 1 == cfg.rounds:
             row["hr"], row["ndcg"] = self.evaluate()
+            row.update(self.client_loss_stats())
         prev = self.rows[-1] if self.rows else {"cum_bytes": 0, "wallclock": 0.0}
         row["cum_bytes"] = prev["cum_bytes"] + row["bytes_up"] + row["bytes_down"]
         row["wallclock"] = prev["wallclock"] + row["t_round"]
         self.rows.append(row)
         self.round += 1
         return row
+
+    def _uplink(self, t: int, local: LocalResult, setup, n_pos: np.ndarray, loss_before: np.ndarray | None):
+        """The method's uplink through quantization, the ledger (or encryption) and the server's aggregate."""
+        cfg = self.cfg
+        up = self.method.uplink(local, setup)
+        up_sent, up_recv = quantize_wires(up, cfg.up_bits, cfg.quant_bucket, _gen(cfg.seed, t, S.STREAM_QUANT),
+                                          cfg.up_link_budget)
+        if cfg.aggregation == "item_mean":
+            up_sent = up_sent + [item_mask_wire(local.rows if local.rows is not None else local.touched)]
+        if loss_before is not None:  # q-FFL: each client also sends its loss before training (one float)
+            up_sent = up_sent + [Wire("loss_before", "values", torch.from_numpy(loss_before)[:, None])]
+        he, up_bytes = None, None
+        if self.secure is None:
+            up_bytes = self.ledger.record(t, "up", up_sent)
+
+        t1 = time.perf_counter()
+        decoded = self.method.decode_uplink({w.name: w for w in up_recv}, setup)
+        if self.secure is None:
+            touched = None if isinstance(decoded, RowUpdate) else local.touched_dense()
+            weights = fedavg_weights(torch.from_numpy(n_pos))
+            if loss_before is not None:
+                weights = qffl_weights(weights, loss_before, update_sq_norms(decoded), cfg.qffl_q,
+                                       cfg.qffl_lipschitz or 1.0 / cfg.lr)
+            agg = aggregate(decoded, cfg.aggregation, weights, touched, self.method.layout)
+        else:  # encrypted / masked sum; the mod records the protected uplink in the ledger
+            if isinstance(decoded, RowUpdate):  # the protocols work on each client's dense vector
+                decoded = decoded.dense()
+            he = self.secure.aggregate(t, up_sent, up_recv, decoded, n_pos, local.touched_dense(), setup,
+                                       self.ledger)
+            agg, up_bytes = he.aggregate, he.up_bytes
+        return up, up_sent, up_bytes, decoded, agg, he, t1
 
     def _check_finite(self, t: int, loss: float) -> None:
         """Stop a run whose numbers left the floats (a step size too large) with what to change, before the
@@ -337,16 +387,32 @@ class Simulation:
     def evaluate(self) -> tuple[float, float]:
         return hit_ratio_ndcg(self.P, self.Q, self.data.test_items, self.data.test_negatives, self.cfg.top_k)
 
+    def client_loss_stats(self) -> dict[str, float]:
+        """The spread of the model's quality over the clients: each user's mean BCE over its training positives and
+        its evaluation negatives (`fused_kernel.user_losses`); mean, standard deviation, mean of the worst 10 %."""
+        from .fused_kernel import user_losses
+
+        d = self.data
+        loss = user_losses(np.ascontiguousarray(self.Q.to(torch.float32).numpy()),
+                           np.ascontiguousarray(self.P.to(torch.float32).numpy()), d.train_indptr, d.train_items,
+                           np.ascontiguousarray(d.test_negatives))
+        worst = np.sort(loss)[-max(1, len(loss) // 10):]
+        return {"client_loss_mean": float(loss.mean()), "client_loss_std": float(loss.std()),
+                "client_loss_worst10": float(worst.mean())}
+
     # --- checkpoints --------------------------------------------------------
     def state(self) -> dict:
         return {"round": self.round, "Q": self.Q, "P": self.P, "rows": self.rows, "ledger": self.ledger.rows,
-                "key": self.cfg.key(), "server": self.server.state_dict()}
+                "key": self.cfg.key(), "server": self.server.state_dict(),
+                "variates": self.variates.state_dict() if self.variates is not None else None}
 
     def load_state(self, st: dict) -> None:
         if st.get("key") != self.cfg.key():
             raise ValueError("checkpoint belongs to a different config")
         self.round, self.Q, self.P = st["round"], st["Q"], st["P"]
         self.server.load_state_dict(st.get("server", {}))
+        if self.variates is not None:
+            self.variates.load_state_dict(st["variates"])
         self.rows, self.ledger = list(st["rows"]), Ledger(st["ledger"])
 
     def result(self, complete: bool) -> Result:
@@ -408,6 +474,39 @@ def rank_stats_rows(rows: RowUpdate, right: torch.Tensor | None = None) -> dict[
             "erank_mean": float(entropy_rank(r).mean())}
 
 
+def client_losses(Q: torch.Tensor, p: torch.Tensor, plan) -> np.ndarray:
+    """Each client's mean BCE over its round's samples at the global item table and its own user vector, before
+    local training (q-FFL's F_k(w^t)), float64."""
+    from .fused_kernel import client_bce
+
+    Qn, Pn = (np.ascontiguousarray(t.to(torch.float32).numpy()) for t in (Q, p))
+    total = client_bce(Qn, Pn, plan.sample_client, plan.sample_item, plan.sample_label)
+    return total / np.bincount(plan.sample_client, minlength=len(plan.clients))
+
+
+def update_sq_norms(decoded) -> np.ndarray:
+    """||client m's item-table update||^2 for every client of the cohort (float64)."""
+    if isinstance(decoded, RowUpdate):
+        sq = torch.einsum("rd,rd->r", decoded.values, decoded.values).double().numpy()  # float32 sums: weights
+        return np.bincount(decoded.client.numpy(), sq, minlength=decoded.n_clients)
+    return (decoded.double() ** 2).flatten(1).sum(1).numpy()
+
+
+def qffl_weights(weights: torch.Tensor, loss: np.ndarray, sq_norm: np.ndarray, q: float, L: float) -> torch.Tensor:
+    """q-FedAvg's aggregate as per-client weights (Li et al. 2020, Alg. 2; their code takes L = 1 / lr):
+
+        Delta w_k = L (w - w_k),  h_k = q F_k^(q-1) ||Delta w_k||^2 + L F_k^q,
+        w+ = w - sum_k F_k^q Delta w_k / sum_k h_k
+        so  w+ - w = sum_k p_k F_k^q D_k / sum_k p_k (q F_k^(q-1) L ||D_k||^2 + F_k^q)      (D_k = w_k - w)
+
+    p_k: the engine's FedAvg weights standing for their sampling by data size. q = 0 gives the FedAvg weights
+    exactly (the float64 ratio rounds back to them)."""
+    p = weights.to(torch.float64).numpy()
+    Fq = loss ** q
+    h = q * loss ** (q - 1) * L * sq_norm + Fq
+    return torch.from_numpy(p * Fq / float((p * h).sum())).to(torch.float32)
+
+
 def save_checkpoint(sim, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     # a temporary name per process and thread: the app trains in threads, the figure cards in processes
@@ -433,18 +532,24 @@ def train_rounds(sim, folder: Path | None, *, should_stop: Callable[[], bool] | 
                  after_step: Callable[[object, dict], None] | None = None):
     """Play rounds until the last one or until `should_stop()`; the one round loop of the CLI, cards and app.
 
-    With a folder: a checkpoint every `checkpoint_every` rounds and when stopped early, and the finished
-    result stored (its checkpoint removed).
+    With a folder: a checkpoint every `checkpoint_every` rounds (unless the last one took more than a tenth of
+    the time since: `CHECKPOINT_OVERHEAD`) and when stopped early, and the finished result stored (its checkpoint
+    removed).
     """
     cfg = sim.cfg
+    saved_at, save_cost = time.perf_counter(), 0.0
     while sim.round < cfg.rounds:
         if should_stop is not None and should_stop():
             break
         row = sim.step()
         if after_step is not None:
             after_step(sim, row)
-        if folder is not None and sim.round % cfg.checkpoint_every == 0 and sim.round < cfg.rounds:
+        if (folder is not None and sim.round % cfg.checkpoint_every == 0 and sim.round < cfg.rounds
+                and time.perf_counter() - saved_at >= CHECKPOINT_OVERHEAD * save_cost):
+            t0 = time.perf_counter()
             save_checkpoint(sim, folder)
+            saved_at = time.perf_counter()
+            save_cost = saved_at - t0
     complete = sim.round >= cfg.rounds
     res = sim.result(complete)
     if folder is not None:

@@ -271,6 +271,62 @@ def _full_client(m, Q, W, lo, hi, p, slots, s_item, s_label, row_of_sample, n_ac
     loss[m] = total - np.log(prod)
 
 
+# SCAFFOLD (option II of Karimireddy et al. 2020): every local step also moves every row of the client's table by
+# -lr (c - c_i), the rows of no batch included. That drift is the same each step, so W holds the gradient steps
+# alone (G) and a row read at step t is Q + G - t lr (c - c_i): nothing is applied row by row. The client's
+# update is then G - K lr (c - c_i), and its new variate c_i+ = c_i - c + (x - y_i) / (K lr) = -G / (K lr),
+# zero off its touched rows (`labcore.fed.scaffold`).
+@njit(cache=True, parallel=True)
+def _full_rows_scaffold(lanes, Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample, n_active, offsets,
+                        lr, two_wd, C, ci_lo, ci_hi, ci_item, ci_val, loss):
+    for lane in prange(lanes):
+        Ci = np.zeros(Q.shape, dtype=np.float32)  # this thread's client's c_i, spread over the catalogue
+        for m in range(lane, p.shape[0], lanes):  # see _lanes
+            for r in range(ci_lo[m], ci_hi[m]):
+                Ci[ci_item[r], :] = ci_val[r]
+            _zero_rows(W, row_lo[m], row_hi[m])
+            _full_client_scaffold(m, Q, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr, two_wd,
+                                  C, Ci, loss)
+            for r in range(ci_lo[m], ci_hi[m]):
+                Ci[ci_item[r], :] = np.float32(0.0)
+
+
+@njit(cache=True, fastmath=_FAST)
+def _full_client_scaffold(m, Q, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr, two_wd, C, Ci,
+                          loss):
+    """`_full_client` (without FedProx) reading each row with SCAFFOLD's drift: e = Q + G - t lr (c - c_i)."""
+    d = p.shape[1]
+    Bs = slots.shape[1]
+    lr32, neg_lr, wd, one = np.float32(lr), np.float32(-lr), np.float32(two_wd), np.float32(1.0)
+    E = np.empty((Bs, d), dtype=np.float32)
+    g, ge, item, key, label, count = _scratch(Bs, d, Q.shape[0])
+    pm, total, prod = p[m], 0.0, 1.0
+    for t in range(n_active.shape[0]):
+        if m >= n_active[t]:
+            break
+        drift = np.float32(t) * lr32  # steps taken so far times the local step size
+        nb = _gather_batch(slots, offsets[t] + m, s_item, s_label, row_of_sample, count, item, key, label)
+        for b in range(nb):
+            i, k = item[b], key[b]
+            for j in range(d):
+                E[b, j] = (Q[i, j] + W[k, j]) - drift * (C[i, j] - Ci[i, j])
+            x = np.float32(0.0)
+            for j in range(d):  # a loop without stores: see _FAST
+                x += E[b, j] * pm[j]
+            g[b], prob = _grad_bce(x, label[b])
+            total, prod = _add_loss(x, label[b], prob, total, prod)
+        ge[:] = 0.0
+        for b in range(nb):
+            sc = (one / np.float32(count[item[b]])) * neg_lr
+            k, gb = key[b], g[b]
+            for j in range(d):
+                e = E[b, j]
+                ge[j] += gb * e
+                W[k, j] += (gb * pm[j] + wd * e) * sc
+        _end_step(count, item, nb, pm, ge, lr32, wd)
+    loss[m] = total - np.log(prod)
+
+
 @njit(cache=True, fastmath=_FAST)
 def _prox_lowrank_step(W, k, a, BtB, Bp, qb, scale, gb, wd, mu, sc):
     """One occurrence's share of row k's step with FedProx's pull: the step of `_lowrank_client` plus mu B^T B a."""
@@ -438,6 +494,64 @@ def full_rows(Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample, n_
         _full_rows(n_threads(), Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample, n_active, offsets,
                    lr, two_wd, float(mu), loss)
     return float(loss.sum())
+
+
+def full_rows_scaffold(Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr,
+                       two_wd, C, ci_lo, ci_hi, ci_item, ci_val) -> float:
+    """`full_rows` with SCAFFOLD's correction: W's rows end as the gradient steps G alone (see above).
+    C (N, d) the server's variate; the clients' variates c_i by rows, client m's (schedule order)
+    ci_lo[m]:ci_hi[m] with their items ci_item and values ci_val."""
+    loss = np.zeros(p.shape[0])
+    with compiled_threads():
+        _full_rows_scaffold(n_threads(), Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample, n_active,
+                            offsets, lr, two_wd, C, ci_lo, ci_hi, ci_item, ci_val, loss)
+    return float(loss.sum())
+
+
+@njit(cache=True, fastmath=_FAST)
+def _client_bce(Q, P, s_client, s_item, s_label, total):
+    for s in range(s_item.shape[0]):
+        m, i = s_client[s], s_item[s]
+        x = np.float32(0.0)
+        for j in range(Q.shape[1]):
+            x += P[m, j] * Q[i, j]
+        total[m] += _bce(x, s_label[s])
+
+
+def client_bce(Q: np.ndarray, P: np.ndarray, s_client: np.ndarray, s_item: np.ndarray,
+               s_label: np.ndarray) -> np.ndarray:
+    """Each client's summed BCE over its samples at item table Q and user vectors P (M, d), float64 sums: one pass,
+    nothing gathered (q-FFL's loss before training)."""
+    total = np.zeros(P.shape[0])
+    _client_bce(Q, P, s_client, s_item, s_label, total)
+    return total
+
+
+@njit(cache=True, parallel=True, fastmath=_FAST)
+def _user_bce(Q, P, indptr, items, negatives, out):
+    for u in prange(P.shape[0]):
+        total = 0.0
+        for s in range(indptr[u], indptr[u + 1]):
+            x = np.float32(0.0)
+            for j in range(Q.shape[1]):
+                x += P[u, j] * Q[items[s], j]
+            total += _bce(x, np.float32(1.0))
+        for s in range(negatives.shape[1]):
+            x = np.float32(0.0)
+            for j in range(Q.shape[1]):
+                x += P[u, j] * Q[negatives[u, s], j]
+            total += _bce(x, np.float32(0.0))
+        out[u] = total / (indptr[u + 1] - indptr[u] + negatives.shape[1])
+
+
+def user_losses(Q: np.ndarray, P: np.ndarray, indptr: np.ndarray, items: np.ndarray,
+                negatives: np.ndarray) -> np.ndarray:
+    """Every user's mean BCE over its training positives (label 1) and its evaluation negatives (label 0) at item
+    table Q and user vectors P: the per-client loss whose spread q-FFL narrows. One pass, nothing gathered."""
+    out = np.zeros(P.shape[0])
+    with compiled_threads():
+        _user_bce(Q, P, indptr, items, negatives, out)
+    return out
 
 
 def lowrank_rows(Q, B, row_scale, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample, n_active,

@@ -223,14 +223,16 @@ def _grouped(sample_client: np.ndarray, block: int = 1 << 20) -> bool:
 
 def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,
                  lowrank: LowRank | None = None, workspace: Workspace | None = None,
-                 prox_mu: float = 0.0) -> LocalResult:
+                 prox_mu: float = 0.0, variates: tuple | None = None) -> LocalResult:
     """The engine's trainer: each client walks its steps in one compiled pass (`fused_kernel`), reading and
     writing its touched rows in place. The same update as `train_cohort_batched` up to summation order.
-    prox_mu > 0: FedProx's local objective, + mu/2 ||item table - Q||^2 (`fused_kernel`, the pull)."""
+    prox_mu > 0: FedProx's local objective, + mu/2 ||item table - Q||^2 (`fused_kernel`, the pull).
+    variates: SCAFFOLD's (c, ci_lo, ci_hi, ci_item, ci_val), the clients' rows in schedule order
+    (`scaffold.ControlVariates.for_cohort`); the rows returned are then the gradient steps G alone."""
     from . import fused_kernel
 
     if Q.dtype != torch.float32:  # the kernel is float32 like every run; other dtypes take the torch path
-        if prox_mu:
+        if prox_mu or variates is not None:
             raise ValueError(f"prox_mu={prox_mu} needs a float32 item table (got {Q.dtype}): FedProx is in the "
                              "compiled trainer only")
         return train_cohort_batched(Q, p0, plan, lr, weight_decay, lowrank)
@@ -252,7 +254,11 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
     W = _table(row_item.shape[0], d if B is None else B.shape[1], workspace)  # trained in place by the kernel
     rows = RowUpdate.from_offsets(M, N, row_first, torch.from_numpy(row_item), torch.from_numpy(W))
     row_lo, row_hi = rows.indptr[plan.order], rows.indptr[plan.order + 1]  # each client's rows, in schedule order
-    if B is None:
+    if variates is not None:
+        if B is not None or prox_mu:
+            raise ValueError("SCAFFOLD's variates need the full item table (FedMF) and prox_mu=0")
+        loss_sum = fused_kernel.full_rows_scaffold(Qn, W, row_lo, row_hi, p, *sched[:-1], *variates)
+    elif B is None:
         loss_sum = fused_kernel.full_rows(Qn, W, row_lo, row_hi, p, *sched)
     else:
         row_scale = (lowrank.col_mask * lowrank.grad_scale[:, None]).to(torch.float32)[order_t]

@@ -25,7 +25,10 @@ from .sampling import (ITEM_DTYPE, SLOT_DTYPE, STREAM_NEGATIVES, STREAM_SHUFFLE,
 
 
 def train_clients_loop(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,
-                       lowrank: LowRank | None = None, prox_mu: float = 0.0) -> LocalResult:
+                       lowrank: LowRank | None = None, prox_mu: float = 0.0,
+                       correction: torch.Tensor | None = None) -> LocalResult:
+    """correction: SCAFFOLD's c - c_i per client, (M, N, d): every step also moves the whole table by -lr times
+    it (the update returned is then y_i - x, drift included)."""
     N, d = Q.shape
     items_all = torch.from_numpy(plan.sample_item)
     labels_all = torch.from_numpy(plan.sample_label).to(Q.dtype)
@@ -64,6 +67,9 @@ def train_clients_loop(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: f
             opt.zero_grad()
             (loss + reg).backward()
             opt.step()
+            if correction is not None:
+                with torch.no_grad():
+                    table -= lr * correction[m]
         ps.append(user.detach()[0])
         updates.append((table.detach() - Q) if lowrank is None else A.detach())
     return LocalResult(torch.stack(ps), torch.stack(updates), touched_items(plan, N), loss_sum, n_samples)

@@ -168,7 +168,8 @@ def topk_rank(cfg: RunConfig) -> int:
 def label(cfg: RunConfig) -> str:
     name = {"fedmf": f"FedMF d={cfg.dim}", "colr": f"CoLR@{cfg.rank}", "svd": f"SVD@{cfg.rank}",
             "topk": f"TopK@{topk_rank(cfg)}/{cfg.dim}", "scolr": f"SCoLR@{cfg.rank}"}[cfg.method]
-    return name + (f" B={cfg.b_init}" if cfg.method in ("colr", "scolr") and cfg.b_init != "normal" else "")
+    return (name + (f" B={cfg.b_init}" if cfg.method in ("colr", "scolr") and cfg.b_init != "normal" else "")
+            + (" SCAFFOLD" if cfg.scaffold else "") + (f" q-FFL q={cfg.qffl_q:g}" if cfg.qffl_q else ""))
 
 
 def run_times(folder: Path) -> pd.DataFrame:

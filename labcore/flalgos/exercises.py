@@ -115,3 +115,30 @@ def check_server_step_downlink(answer, server_optimizer: str = "fedadam") -> Fee
     return Feedback(ok, f"{ratio:.2f}: the optimizer's moments stay on the server, so every client receives its "
                         f"dense step (items x d = 64 values an item) instead of CoLR's A (items x r = 4)" if ok else
                     f"{answer} is not it: compare the `bytes_down_client` columns of the two runs")
+
+
+def scaffold_pair(rounds: int = 1):
+    """FedAvg and SCAFFOLD (both with the FedAvg weights, FedMF) on the notebook's small engine run: their item
+    tables after `rounds` rounds."""
+    from ..fed.engine import Simulation, load_data
+
+    out = {}
+    for name, kw in (("fedavg", {}), ("scaffold", {"scaffold": True})):
+        cfg = engine_config(method="fedmf", aggregation="weighted", **kw)
+        sim = Simulation(cfg, load_data(cfg))
+        for _ in range(rounds):
+            sim.step()
+        out[name] = sim.Q
+    return out
+
+
+def check_scaffold_first_round(answer) -> Feedback:
+    """The largest absolute difference between FedAvg's and SCAFFOLD's item tables after the first round."""
+    if missing(answer):
+        return todo("a number: (tables['scaffold'] - tables['fedavg']).abs().max() after one round")
+    tables = scaffold_pair(1)
+    diff = float((tables["scaffold"] - tables["fedavg"]).abs().max())
+    ok = close(answer, diff, abs_=1e-12)
+    return Feedback(ok, f"{diff:g}: every control variate starts at zero, so the first round's correction c - c_i is "
+                        "zero and SCAFFOLD is FedAvg; from the second round on, c steers every local step" if ok else
+                    f"{answer} is not it: run one round of each and compare their item tables")

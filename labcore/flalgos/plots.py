@@ -103,3 +103,35 @@ def engine(df: pd.DataFrame, paper=None):
                              showlegend=False, marker_color=colors[algo]), row=1, col=3)
     fig.update_yaxes(title_text="MB (2^20 bytes)", type="log", row=1, col=3)
     return _layout(fig, _title(df, "The algorithms on the lab's engine: MovieLens-1M, private user vectors"))
+
+
+def engine_drift(df: pd.DataFrame, paper=None):
+    """HR@10 against rounds per algorithm, and the per-client loss (mean, spread, worst tenth) at the end."""
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45],
+                        subplot_titles=("HR@10", "per-client loss at the end (every user)"))
+    colors = dict(zip(df["algorithm"].unique(), px.colors.qualitative.D3))
+    for algo, d in df.groupby("algorithm", sort=False):
+        fig.add_trace(go.Scatter(x=d["round"], y=d["hr"], name=algo, line=dict(color=colors[algo])), row=1, col=1)
+    last = df.sort_values("round").groupby("algorithm", sort=False).tail(1)
+    for col, label in (("client_loss_mean", "mean"), ("client_loss_std", "std"), ("client_loss_worst10", "worst 10 %")):
+        fig.add_trace(go.Bar(x=last["algorithm"], y=last[col], name=label, text=[f"{v:.3f}" for v in last[col]]),
+                      row=1, col=2)
+    fig.update_xaxes(title_text="round", row=1, col=1)
+    fig.update_yaxes(title_text="HR@10", row=1, col=1)
+    fig.update_yaxes(title_text="BCE", row=1, col=2)
+    return _layout(fig, _title(df, "Client drift and fairness on the lab's engine: FedMF on MovieLens-1M"))
+
+
+def engine_stragglers(df: pd.DataFrame, paper=None):
+    """HR@10 against rounds, one panel per straggler share, one line per algorithm."""
+    shares = sorted(df["stragglers"].unique())
+    fig = make_subplots(rows=1, cols=len(shares), shared_yaxes=True,
+                        subplot_titles=[f"{s:.0%} stragglers" for s in shares])
+    colors = dict(zip(df["algorithm"].unique(), px.colors.qualitative.D3))
+    for col, share in enumerate(shares, start=1):
+        for algo, d in df[df["stragglers"] == share].groupby("algorithm", sort=False):
+            fig.add_trace(go.Scatter(x=d["round"], y=d["hr"], name=algo, legendgroup=algo, showlegend=col == 1,
+                                     line=dict(color=colors[algo])), row=1, col=col)
+        fig.update_xaxes(title_text="round", row=1, col=col)
+    fig.update_yaxes(title_text="HR@10", row=1, col=1)
+    return _layout(fig, _title(df, "Stragglers on the lab's engine: FedMF on MovieLens-1M"))

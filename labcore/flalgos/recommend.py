@@ -7,10 +7,9 @@ and uniform negatives, takes the BCE gradient of sigma(p_u . q_i) for Q (returne
 correct it) and moves p_u by the same step size (the user's own SGD). Evaluation is the core's protocol:
 HR@10 of the held-out item among its sampled negatives (`labcore.metrics.ranking`).
 
-FedProx and the server optimizers also run on the core engine (`RunConfig.prox_mu`, `server_optimizer`; card
-`flalgos-engine-ml1m`). This task stays for the algorithms the engine has no hook for: a per-step correction
-with per-client state (SCAFFOLD), sum-aggregated parts (q-FFL's h), personal models, stragglers and robust
-aggregation.
+FedProx, SCAFFOLD, q-FFL and the server optimizers also run on the core engine (`RunConfig.prox_mu`, `scaffold`,
+`qffl_q`, `server_optimizer`; cards `flalgos-engine-ml1m`, `flalgos-engine-drift-ml1m`). This task stays for what
+the engine has no hook for: personal models (Ditto, pFedMe, APFL, Per-FedAvg), stragglers and robust aggregation.
 """
 from __future__ import annotations
 
