@@ -34,3 +34,17 @@ def _isolated_cache(tmp_path, monkeypatch):
 def shared_data() -> Path | None:
     p = os.environ.get("LABCORE_DATA")
     return Path(p) if p and Path(p).is_dir() else None
+
+
+def assert_a_stopped_run_resumes(cfg, data, folder, stop_after: int = 7):
+    """Stop a run after `stop_after` rounds (a checkpoint is left), run it again: the same numbers as one run
+    straight through (the state a run keeps across rounds must all be in its checkpoint)."""
+    from labcore.fed.engine import CHECKPOINT, run
+
+    full = run(cfg, data=data, use_cache=False, progress=False)
+    stops = iter([False] * stop_after + [True])
+    part = run(cfg, data=data, cache_dir=folder, progress=False, should_stop=lambda: next(stops))
+    assert not part.complete and (folder / cfg.key() / CHECKPOINT).exists()
+    resumed = run(cfg, data=data, cache_dir=folder, progress=False)
+    assert resumed.table["loss"].tolist() == full.table["loss"].tolist()
+    assert resumed.table["hr"].dropna().tolist() == full.table["hr"].dropna().tolist()

@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import assert_a_stopped_run_resumes
 from labcore.config import ConfigError, RunConfig
 from labcore.fed import sampling as S
 from labcore.fed import server_opt
-from labcore.fed.engine import CHECKPOINT, Simulation, run
+from labcore.fed.engine import Simulation, run
 from labcore.fed.local_train import LowRank, train_cohort
 from labcore.fed.loop_oracle import train_clients_loop
 
@@ -114,13 +115,7 @@ def test_a_stateful_server_broadcasts_its_dense_step_and_the_ledger_charges_it(t
 def test_a_stopped_run_with_a_server_optimizer_resumes_to_the_same_numbers(tiny, tmp_path, opt):
     """The optimizer's moments are in the checkpoint: without them the resumed run would restart them at zero."""
     cfg = RunConfig(method="fedmf", server_optimizer=opt, server_lr=0.05, checkpoint_every=3, **FAST)
-    full = run(cfg, data=tiny, use_cache=False, progress=False)
-    stops = iter([False] * 7 + [True])
-    part = run(cfg, data=tiny, cache_dir=tmp_path, progress=False, should_stop=lambda: next(stops))
-    assert not part.complete and (tmp_path / cfg.key() / CHECKPOINT).exists()
-    resumed = run(cfg, data=tiny, cache_dir=tmp_path, progress=False)
-    assert resumed.table["loss"].tolist() == full.table["loss"].tolist()
-    assert resumed.table["hr"].dropna().tolist() == full.table["hr"].dropna().tolist()
+    assert_a_stopped_run_resumes(cfg, tiny, tmp_path)
 
 
 # --- bad input -------------------------------------------------------------------------------------------------

@@ -5,10 +5,11 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import assert_a_stopped_run_resumes
 from labcore.config import ConfigError, RunConfig
 from labcore.fed import sampling as S
 from labcore.fed.aggregate import fedavg_weights
-from labcore.fed.engine import CHECKPOINT, Simulation, client_losses, qffl_weights, run
+from labcore.fed.engine import Simulation, client_losses, qffl_weights, run
 from labcore.fed.loop_oracle import train_clients_loop
 
 FAST = dict(method="fedmf", aggregation="weighted", clients_per_round=8, local_epochs=2, batch_size=16, dim=8,
@@ -90,14 +91,7 @@ def test_scaffold_first_round_is_fedavg_bit_for_bit_and_doubles_the_bytes(tiny):
 
 def test_a_stopped_scaffold_run_resumes_to_the_same_numbers(tiny, tmp_path):
     """The variates (the server's c and every client's c_i) are in the checkpoint."""
-    cfg = RunConfig(scaffold=True, checkpoint_every=3, **FAST)
-    full = run(cfg, data=tiny, use_cache=False, progress=False)
-    stops = iter([False] * 7 + [True])
-    part = run(cfg, data=tiny, cache_dir=tmp_path, progress=False, should_stop=lambda: next(stops))
-    assert not part.complete and (tmp_path / cfg.key() / CHECKPOINT).exists()
-    resumed = run(cfg, data=tiny, cache_dir=tmp_path, progress=False)
-    assert resumed.table["loss"].tolist() == full.table["loss"].tolist()
-    assert resumed.table["hr"].dropna().tolist() == full.table["hr"].dropna().tolist()
+    assert_a_stopped_run_resumes(RunConfig(scaffold=True, checkpoint_every=3, **FAST), tiny, tmp_path)
 
 
 # --- q-FFL ---------------------------------------------------------------------------------------------------------
