@@ -43,8 +43,9 @@ LAYOUTS = ("rows", "dense")
 
 CHECKPOINT = "checkpoint.pt"
 # A periodic checkpoint waits until this many times the last one's writing time has gone to training: most
-# checkpoints take milliseconds, but SCAFFOLD's keeps every client's variate (1.1 GB on MovieLens-1M, 15 to 25 s
-# to write), which every 50 rounds would cost more than the training. A stop or Ctrl-C always writes one.
+# checkpoints take milliseconds, but SCAFFOLD's keeps every client's variate (1.1 GB on MovieLens-1M, 4 to 5 s
+# to write), which every 50 rounds (about 1 s of training) would cost more than the training. A stop or Ctrl-C
+# always writes one.
 CHECKPOINT_OVERHEAD = 10
 
 
@@ -249,10 +250,11 @@ class Simulation:
         setup = self.method.setup_round(t, len(clients), _gen(cfg.seed, t, S.STREAM_METHOD))
         loss_before = client_losses(self.Q, self.P[clients], plan) if cfg.qffl_q else None
         t0 = time.perf_counter()
-        if self.variates is not None:  # SCAFFOLD: the cohort's variates in schedule order
+        if self.variates is not None:  # SCAFFOLD: the cohort's variates, gathered once for training and exchange
+            cohort = self.variates.cohort_rows(clients)
             local = train_cohort(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, None,
                                  None if self.keep_view else self._workspace,
-                                 variates=self.variates.for_cohort(clients, plan.order))
+                                 variates=self.variates.trainer_inputs(cohort, plan.order))
         elif self.trainer is train_cohort and not self.keep_view:  # W reused round to round (see Workspace)
             local = train_cohort(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, setup.lowrank,
                                  self._workspace, prox_mu=cfg.prox_mu)
@@ -269,8 +271,9 @@ class Simulation:
         he = None
         if self.variates is not None:  # SCAFFOLD: y_i - x and c_i+ - c_i, both dense; c updated at the server
             t1 = time.perf_counter()
-            up, agg = self.variates.exchange(local.rows, clients, n_steps, cfg.lr,
+            up, agg = self.variates.exchange(local.rows, clients, cohort, n_steps, cfg.lr,
                                              fedavg_weights(torch.from_numpy(n_pos)))
+            del cohort
             up_sent, up_bytes, decoded = up, self.ledger.record(t, "up", up), local.rows
         else:
             up, up_sent, up_bytes, decoded, agg, he, t1 = self._uplink(t, local, setup, n_pos, loss_before)

@@ -228,7 +228,7 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
     writing its touched rows in place. The same update as `train_cohort_batched` up to summation order.
     prox_mu > 0: FedProx's local objective, + mu/2 ||item table - Q||^2 (`fused_kernel`, the pull).
     variates: SCAFFOLD's (c, ci_lo, ci_hi, ci_item, ci_val), the clients' rows in schedule order
-    (`scaffold.ControlVariates.for_cohort`); the rows returned are then the gradient steps G alone."""
+    (`scaffold.ControlVariates.trainer_inputs`); the rows returned are then the gradient steps G alone."""
     from . import fused_kernel
 
     if Q.dtype != torch.float32:  # the kernel is float32 like every run; other dtypes take the torch path

@@ -70,7 +70,6 @@ class ControlVariates:
         self.c = torch.zeros(n_items, dim)
         self.items: list[np.ndarray | None] = [None] * n_users  # None: c_i = 0 (never trained)
         self.values: list[np.ndarray | None] = [None] * n_users
-        self._cohort_clients, self._cohort = None, None  # the round's c_i rows, made once for training and exchange
 
     # --- what the cohort's clients hold ------------------------------------------------------------------------
     def cohort_rows(self, clients: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -81,24 +80,22 @@ class ControlVariates:
         return (ptr, np.concatenate(items).astype(np.int64) if len(items) else _NO_ITEMS,
                 np.concatenate(vals) if vals else np.zeros((0, self.dim), np.float32))
 
-    def for_cohort(self, clients: np.ndarray, order: np.ndarray) -> tuple:
-        """The compiled trainer's inputs (`fused_kernel.full_rows_scaffold`): c, and the cohort's c_i by rows with
-        each client's first and end row in schedule order (`order`). The rows are kept for `exchange`."""
-        self._cohort_clients, self._cohort = clients, self.cohort_rows(clients)
-        ptr, item, val = self._cohort
+    def trainer_inputs(self, cohort: tuple, order: np.ndarray) -> tuple:
+        """The compiled trainer's inputs (`fused_kernel.full_rows_scaffold`): c, and the cohort's c_i by rows
+        (`cohort_rows`) with each client's first and end row in schedule order (`order`)."""
+        ptr, item, val = cohort
         return (np.ascontiguousarray(self.c.numpy()), ptr[order], ptr[order + 1], item,
                 np.ascontiguousarray(val, dtype=np.float32))
 
     # --- the round ------------------------------------------------------------------------------------------------
-    def exchange(self, rows: RowUpdate, clients: np.ndarray, steps: np.ndarray, lr: float,
+    def exchange(self, rows: RowUpdate, clients: np.ndarray, cohort: tuple, steps: np.ndarray, lr: float,
                  weights: torch.Tensor) -> tuple[list[Wire], torch.Tensor]:
         """After local training: the uplink's wires, the aggregate sum_i w_i (y_i - x), and the new variates
-        (c and the cohort's c_i, stored). rows: the gradient steps G_i (client order); steps: K_i per client."""
+        (c and the cohort's c_i, stored). rows: the gradient steps G_i (client order); cohort: the c_i the clients
+        trained with (`cohort_rows(clients)`); steps: K_i per client."""
         M, N, d = rows.shape
         K = steps.astype(np.float64)
-        same = self._cohort_clients is clients
-        old_ptr, old_item, old_val = self._cohort if same else self.cohort_rows(clients)
-        self._cohort = self._cohort_clients = None
+        old_ptr, old_item, old_val = cohort
         ptr, item, G = np.asarray(rows.indptr), np.ascontiguousarray(rows.item.numpy()), rows.values.numpy()
         to_variate = (-1.0 / (K * lr)).astype(np.float32)  # c_i+ = -G_i / (K_i lr)
         c_old = self.c
