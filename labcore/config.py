@@ -23,6 +23,8 @@ CLIENT_SCHEDULES = ("uniform", "rotating")  # labcore.fed.sampling.round_clients
 ENCRYPTIONS = ("none", "ckks", "secagg", "paillier")  # labcore.fed.secure implements each
 SERVER_OPTIMIZERS = ("fedavg", "fedavgm", "fedadam", "fedyogi")  # labcore.fed.server_opt implements each
 STRAGGLER_POLICIES = ("auto", "drop", "keep")  # labcore.fed.stragglers
+ATTACKS = ("none", "replacement")  # labcore.fed.robust
+DEFENSES = ("none", "clip", "median", "trimmed")
 # Which methods each protection supports (why the others cannot: labcore.fed.secure).
 ENCRYPTION_METHODS = {"none": METHODS, "ckks": ("fedmf", "colr", "scolr"), "secagg": ("fedmf", "colr", "scolr"),
                       "paillier": ("topk",)}
@@ -78,6 +80,17 @@ class RunConfig(TypedConfig):
     # systems heterogeneity (labcore.fed.stragglers): this share of each cohort takes a uniform 1..K-1 of its K steps
     stragglers: float = 0.0
     straggler_policy: str = "auto"  # auto (plain FedAvg drops them, FedProx / SCAFFOLD / q-FFL keep them), drop, keep
+    # (labcore.fed.dropout) each sampled client's chance to drop out after the downlink, before its upload
+    dropout: float = 0.0
+    # a model-replacement backdoor and robust aggregation (labcore.fed.robust; FedMF)
+    attack: str = "none"  # none, replacement: malicious users push target_item into everyone's top 10
+    attacker_share: float = 0.0  # share of the users that are malicious (a fixed set drawn from the seed)
+    attack_boost: float = 0.0  # the attackers' scale; 0 = the inverse of their share of the average (replacement)
+    target_item: int = -1  # -1 = the least popular item with training data
+    defense: str = "none"  # none, clip (norm clipping, + dp_noise), median, trimmed (per item, over its clients)
+    clip_norm: float = 1.0
+    dp_noise: float = 0.0  # clip: Gaussian noise of std dp_noise x clip_norm / M on the aggregate
+    trim_frac: float = 0.2  # trimmed: share cut at each end of each item's clients
     # evaluation
     eval_every: int = 20
     rank_every: int = 10  # effective rank of client updates every k rounds (0 = never)
@@ -99,6 +112,9 @@ class RunConfig(TypedConfig):
     paillier_key_bits: int = 2048
     he_real_clients: int = 2  # clients per round encrypted for real; the others' costs are scaled from them
     he_real_values: int = 4  # Paillier: values per real client encrypted for real (cost is linear in k)
+    # secagg with dropout: more than this share of the sampled clients must upload (t = floor(share M) + 1, at
+    # most M) or the server refuses to unmask; 0.5 = a strict majority (Bonawitz et al.'s honest-majority setting)
+    secagg_threshold: float = 0.5
     # reproducibility and bookkeeping
     seed: int = 0
     checkpoint_every: int = 50
@@ -112,6 +128,8 @@ class RunConfig(TypedConfig):
         skip = _NOT_IN_KEY + _unused_encryption_fields(self.encryption)
         skip += _UNUSED_SERVER_FIELDS.get(self.server_optimizer, ())
         skip += ("straggler_policy",) if not self.stragglers else ()  # no straggler: no policy applies
+        skip += ("secagg_threshold",) if not self.dropout else ()  # everyone uploads: any threshold is met
+        skip += _unused_robust_fields(self.attack, self.defense)
         skip += tuple(k for k, v in _KEY_FROM_NON_DEFAULT.items() if getattr(self, k) == v)
         # a channel budget acts on quantized levels only: over a float32 link it cannot change the numbers
         skip += tuple(f"{d}_link_budget" for d in ("up", "down") if not getattr(self, f"{d}_bits"))
@@ -130,6 +148,8 @@ class RunConfig(TypedConfig):
             label += " SCAFFOLD"
         if self.qffl_q:
             label += f" q-FFL q={self.qffl_q:g}"
+        if self.dropout:
+            label += f" dropout {self.dropout:g}"
         return label
 
     def drops_stragglers(self) -> bool:
@@ -150,7 +170,9 @@ _KEY_FROM_NON_DEFAULT = {"data_skew": 1.0, "client_schedule": "uniform", "up_lin
                          "prox_mu": 0.0, "server_optimizer": "fedavg", "server_lr": 1.0, "server_momentum": 0.9,
                          "server_beta1": 0.9, "server_beta2": 0.99, "server_tau": 1e-3, "scaffold": False,
                          "qffl_q": 0.0, "qffl_lipschitz": 0.0, "stragglers": 0.0,
-                         "straggler_policy": "auto"}
+                         "straggler_policy": "auto", "dropout": 0.0, "secagg_threshold": 0.5, "attack": "none",
+                         "attacker_share": 0.0, "attack_boost": 0.0, "target_item": -1, "defense": "none",
+                         "clip_norm": 1.0, "dp_noise": 0.0, "trim_frac": 0.2}
 # the server optimizer's settings that cannot change a run under it (kept out of its cache key)
 _UNUSED_SERVER_FIELDS = {"fedavg": ("server_momentum", "server_beta1", "server_beta2", "server_tau"),
                          "fedavgm": ("server_beta1", "server_beta2", "server_tau"), "fedadam": ("server_momentum",),
@@ -159,10 +181,19 @@ _CKKS_FIELDS = ("ckks_degree", "ckks_scale_bits", "ckks_coeff_bits")
 _PAILLIER_FIELDS = ("paillier_key_bits", "he_real_values")
 
 
+def _unused_robust_fields(attack: str, defense: str) -> tuple[str, ...]:
+    """Attack and defense settings that cannot change a run (kept out of its cache key)."""
+    out = ("attacker_share", "attack_boost", "target_item") if attack == "none" else ()
+    unused = {"none": ("clip_norm", "dp_noise", "trim_frac"), "clip": ("trim_frac",),
+              "median": ("clip_norm", "dp_noise", "trim_frac"), "trimmed": ("clip_norm", "dp_noise")}
+    return out + unused.get(defense, ())
+
+
 def _unused_encryption_fields(encryption: str) -> tuple[str, ...]:
     """Encryption settings that cannot change a run under `encryption` (kept out of its cache key)."""
     unused = {"none": _CKKS_FIELDS + _PAILLIER_FIELDS + ("he_real_clients",), "ckks": _PAILLIER_FIELDS,
               "secagg": _CKKS_FIELDS + _PAILLIER_FIELDS, "paillier": _CKKS_FIELDS}
+    unused = {e: f + (("secagg_threshold",) if e != "secagg" else ()) for e, f in unused.items()}
     return unused.get(encryption, ())
 
 FIELD_NAMES = tuple(f.name for f in fields(RunConfig))
@@ -178,15 +209,17 @@ _RANGES = {
     "paillier_key_bits": (1024, 8192), "he_real_clients": (1, 10**7), "he_real_values": (1, 10**7),
     "data_skew": (0.0, 2.0),  # beyond ~2 the per-size cap and the 20-interaction floor lower the Gini again
     "server_momentum": (0.0, 0.999999), "server_beta1": (0.0, 0.999999), "server_beta2": (0.0, 0.999999),
-    "stragglers": (0.0, 1.0),
+    "stragglers": (0.0, 1.0), "dropout": (0.0, 0.99), "attacker_share": (0.0, 0.5), "trim_frac": (0.0, 0.49),
+    "target_item": (-1, 10**9),
 }
-_POSITIVE = ("lr", "bw_down", "bw_up", "server_lr", "server_tau")
+_POSITIVE = ("lr", "bw_down", "bw_up", "server_lr", "server_tau", "clip_norm")
 _NONNEGATIVE = ("weight_decay", "r_comp", "c_comp", "sec_per_sample", "sec_per_value", "prox_mu",
-                "qffl_q", "qffl_lipschitz")
+                "qffl_q", "qffl_lipschitz", "attack_boost", "dp_noise")
 _CHOICES = {
     "method": METHODS, "dataset": DATASETS, "synthetic_size": SYNTHETIC_SIZES, "b_init": B_INITS,
     "aggregation": AGGREGATIONS, "comp_time": COMP_TIME_MODES, "client_schedule": CLIENT_SCHEDULES,
-    "server_optimizer": SERVER_OPTIMIZERS, "straggler_policy": STRAGGLER_POLICIES,
+    "server_optimizer": SERVER_OPTIMIZERS, "straggler_policy": STRAGGLER_POLICIES, "attack": ATTACKS,
+    "defense": DEFENSES,
 }
 
 
@@ -198,6 +231,9 @@ def _validate(c: RunConfig) -> None:
     check_ranges(c, _RANGES, _POSITIVE, _NONNEGATIVE)
     if c.up_bits == 1 or c.down_bits == 1:
         pass  # 1 bit of level + 1 sign bit per value is a valid (ternary) quantizer
+    if not 0 < c.secagg_threshold <= 1:
+        fail("secagg_threshold", c.secagg_threshold, "allowed range is (0, 1]: the share of the sampled clients "
+                                                      "that must upload (0.5 = a strict majority)")
     if not 0 < c.topk_ratio <= 1:
         fail("topk_ratio", c.topk_ratio, "allowed range is (0, 1]")
     if c.method in ("colr", "scolr", "svd") and c.rank > c.dim:
@@ -259,6 +295,28 @@ def check_algorithm(c: RunConfig) -> None:
                                               "over the clients that trained an item has no meaning" if c.scaffold
                                               else "q-FFL replaces the per-client weights, and one normalizer "
                                                    "serves the whole table"))
+
+
+def check_robust(c: RunConfig, n_items: int | None = None) -> None:
+    """The backdoor and the defenses on the engine: what they run with (checked before training)."""
+    if c.attack == "none" and c.attacker_share:
+        fail("attacker_share", c.attacker_share, "must be 0 with attack='none' (choose attack='replacement')")
+    if c.attack != "none" and not c.attacker_share:
+        fail("attacker_share", c.attacker_share, f"must be above 0 with attack={c.attack!r} (0 < share <= 0.5)")
+    if c.attack == "none" and c.defense == "none":
+        return
+    which = ("defense", c.defense) if c.defense != "none" else ("attack", c.attack)
+    if c.method != "fedmf":
+        fail(*which, f"runs with method='fedmf' only (got method={c.method!r}): the attack and the defenses act on "
+                     "each client's item-table update")
+    if c.encryption != "none":
+        fail("encryption", c.encryption, f"must be 'none' with {which[0]}={which[1]!r}: under encryption or secure "
+                                         "aggregation the server sees only the sum, not each client's update")
+    for name, value in (("scaffold", c.scaffold), ("qffl_q", c.qffl_q)):
+        if value:
+            fail(name, value, f"must be off with {which[0]}={which[1]!r} (SCAFFOLD and q-FFL aggregate their own way)")
+    if n_items is not None and c.target_item >= n_items:
+        fail("target_item", c.target_item, f"allowed range is -1 (the least popular item) or 0..{n_items - 1}")
 
 
 def _validate_encryption(c: RunConfig) -> None:

@@ -19,7 +19,12 @@ ROUND_COLUMNS = ("round", "loss", "hr", "ndcg", "bytes_up", "bytes_down", "bytes
                  "he_client_s", "he_server_s", "he_extrapolated", "he_check_err",
                  # on evaluation rounds: every user's mean BCE over its training positives and evaluation negatives
                  # at the global model (its own user vector): mean, spread and the worst tenth (q-FFL's fairness)
-                 "client_loss_mean", "client_loss_std", "client_loss_worst10")
+                 "client_loss_mean", "client_loss_std", "client_loss_worst10",
+                 # with dropout: sampled clients that left before uploading (NaN without dropout)
+                 "clients_dropped",
+                 # with attack: malicious clients in the round; on evaluation rounds the share of users with the
+                 # target item in their top 10 (NaN without attack)
+                 "attackers", "backdoor_success")
 
 
 @dataclass(eq=False)

@@ -76,6 +76,17 @@ def test_engine_exercises_judge_answers_from_real_runs():
     assert float((tables["scaffold"] - tables["fedavg"]).abs().max()) > 0
 
 
+def test_dropout_exercises_recover_the_sum_and_report_the_refusal():
+    """Section 7: secure aggregation with dropout gives the plaintext sum; below the threshold the server refuses."""
+    assert ex.check_secagg_threshold(...).ok is None
+    assert ex.check_secagg_threshold(11).ok and not ex.check_secagg_threshold(10).ok
+    assert ex.check_secagg_threshold(7, n_sampled=20, share=0.3).ok
+    tables = ex.dropout_pair(dropout=0.3)
+    assert sum(tables["dropped"]) > 0 and float((tables["secagg"] - tables["plain"]).abs().max()) < 1e-6
+    assert ex.secagg_refusal(0.45, 0.5).startswith("round 2: only 6 of the 20 sampled clients uploaded")
+    assert ex.secagg_refusal(0.3, 0.25).startswith("all 6 rounds unmasked")
+
+
 def test_full_sizes_follow_the_papers_settings():
     fp = experiments.stragglers_runs("full")
     assert {c.stragglers for _, c in fp} == {0.0, 0.5, 0.9}
@@ -165,3 +176,12 @@ def test_stragglers_card_runs_on_the_labs_engine():
     assert len(card.plot(ours).data) == 9
     res = registry.stored("flalgos-engine-stragglers-ml1m")
     assert res is not None and res.size == "full" and card.check(res.ours)
+
+
+def test_backdoor_exercises_judge_the_boost_and_run_the_defenses():
+    """Section 8: model replacement's boost, and the small engine run under three defenses."""
+    assert ex.check_replacement_boost(...).ok is None
+    assert ex.check_replacement_boost(25).ok and not ex.check_replacement_boost(4).ok
+    assert ex.check_replacement_boost(10, attackers_weight=0.1).ok
+    t = ex.backdoor_runs(("none", "clip"), rounds=4).set_index("defense")
+    assert t.loc["none", "backdoor success"] > t.loc["clip", "backdoor success"]

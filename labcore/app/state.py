@@ -25,8 +25,9 @@ from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from typing import Any, Mapping
 
-from ..config import (B_INITS, CLIENT_SCHEDULES, DATASETS, ENCRYPTIONS, FIELD_NAMES, METHODS, SERVER_OPTIMIZERS,
-                      STRAGGLER_POLICIES, SYNTHETIC_SIZES, ConfigError, RunConfig, coerce_field, from_dict)
+from ..config import (ATTACKS, B_INITS, CLIENT_SCHEDULES, DATASETS, DEFENSES, ENCRYPTIONS, FIELD_NAMES, METHODS,
+                      SERVER_OPTIMIZERS, STRAGGLER_POLICIES, SYNTHETIC_SIZES, ConfigError, RunConfig, coerce_field,
+                      from_dict)
 
 # Query parameters Streamlit itself uses; never reported as unknown.
 STREAMLIT_PARAMS = ("embed", "embed_options")
@@ -208,8 +209,32 @@ def _explorer_controls() -> tuple[Control, ...]:
         Control("straggler_policy", "stragglers' work", "select", "heterogeneity", STRAGGLER_POLICIES,
                 help="auto: plain FedAvg drops the stragglers (they neither train nor send), FedProx, SCAFFOLD and "
                      "q-FFL keep their partial work; drop / keep force one"),
+        Control("dropout", "dropout (chance a sampled client leaves)", "slider", "heterogeneity", (), 0.0, 0.9,
+                0.05, help="each sampled client receives the model, then leaves before it uploads with this "
+                           "probability: the server averages the survivors (under secagg it removes the dropped "
+                           "clients' masks, or stops the run when too few are left)"),
         Control("encryption", "encryption", "select", "encryption", ENCRYPTIONS,
                 help="ckks / secagg protect FedMF, CoLR and SCoLR uploads; paillier the values of Top-K"),
+        Control("secagg_threshold", "secagg threshold (share that must upload)", "slider", "encryption", (), 0.05,
+                1.0, 0.05, help="secure aggregation unmasks the sum only when more than this share of the sampled "
+                                "clients uploaded (0.5 = a strict majority); below it the run stops with an error",
+                show_if=("encryption", ("secagg",))),
+        Control("attack", "backdoor attack", "select", "attack", ATTACKS,
+                help="replacement: colluding users push one item (the least popular) into everyone's top 10 by "
+                     "boosting their update of its row (model replacement); FedMF only",
+                show_if=("method", ("fedmf",)), hidden_value="none"),
+        Control("attacker_share", "attackers (share of the users)", "slider", "attack", (), 0.0, 0.5, 0.01,
+                show_if=("attack", ("replacement",)), hidden_value=0.0),
+        Control("defense", "robust aggregation", "select", "attack", DEFENSES,
+                help="clip: every update scaled to norm <= clip norm (+ Gaussian noise); median / trimmed: per item, "
+                     "over the clients that trained it; FedMF only, not under encryption",
+                show_if=("method", ("fedmf",)), hidden_value="none"),
+        Control("clip_norm", "clip norm", "number", "attack", (), 0.01, 1000.0, 1.0,
+                help="an honest FedMF update's norm is about 5 to 20 on MovieLens-1M", show_if=("defense", ("clip",))),
+        Control("dp_noise", "noise multiplier (std = x clip norm / clients)", "number", "attack", (), 0.0, 10.0,
+                0.01, show_if=("defense", ("clip",))),
+        Control("trim_frac", "trimmed share at each end", "slider", "attack", (), 0.0, 0.45, 0.05,
+                show_if=("defense", ("trimmed",))),
         Control("prox_mu", "FedProx mu (0 = FedAvg)", "number", "algorithm", (), 0.0, 10.0, 0.01,
                 help="every local step pulls the client's item-table update toward the round's global table by "
                      "lr x mu of itself (FedProx's proximal term); user vectors stay private and unregularized"),
@@ -255,9 +280,10 @@ COMPARE_BASE = RunConfig(rounds=40, eval_every=10, rank_every=0, dim=32)
 ENCRYPTION_BASE = RunConfig(rounds=1, eval_every=10**6, rank_every=0, clients_per_round=20, encryption="ckks")
 
 Y_METRICS = ("hr", "ndcg", "loss")
+EXPLORER_Y = Y_METRICS + ("backdoor_success",)  # the last only in runs with an attack
 
 EXPLORER = PageSpec("explorer", EXPLORER_BASE, _explorer_controls(),
-                    (Option("y", "hr", Y_METRICS),))
+                    (Option("y", "hr", EXPLORER_Y),))
 
 COMPARE_MODES = ("rank", "ratio", "b_init", "scolr", "bits")
 _CMP_KEEP = ("dataset", "synthetic_size", "dim", "bits", "bandwidth", "heterogeneity", "clients", "rounds", "seed",

@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ..config import ConfigError, RunConfig, check_algorithm, check_prox_pull
+from ..config import ConfigError, RunConfig, check_algorithm, check_prox_pull, check_robust
 from ..data.base import InteractionData
 from ..methods import make_method
 from ..methods.base import Wire
@@ -32,7 +32,7 @@ from ..net.ledger import Ledger
 from ..net.wallclock import RoundTimeModel
 from ..results import ROUND_COLUMNS, Result
 from . import sampling as S
-from . import server_opt, stragglers
+from . import dropout, robust, server_opt, stragglers
 from .aggregate import aggregate, fedavg_weights
 from .local_train import LocalResult, RowUpdate, Workspace, train_cohort
 from .mods import item_mask_wire, quantize_wires, wire_values
@@ -171,6 +171,7 @@ def check_fits(cfg: RunConfig, data: InteractionData, layout: str = "rows") -> N
                           f"{data.n_users} users (allowed range 1..{data.n_users})")
     check_prox_pull(cfg)
     check_algorithm(cfg)
+    check_robust(cfg, data.n_items)
     check_memory(cfg, data, layout)
 
 
@@ -229,6 +230,9 @@ class Simulation:
         self.round = 0
         self.secure = make_secure_mod(cfg, data.n_items)  # None unless cfg.encryption is set
         self.variates = ControlVariates(data.n_users, data.n_items, cfg.dim) if cfg.scaffold else None
+        self.malicious = robust.attackers(data.n_users, cfg.attacker_share, cfg.seed) if cfg.attack != "none" else None
+        self.target = (cfg.target_item if cfg.target_item >= 0
+                       else robust.default_target(data.train_items, data.n_items))
         self.keep_view = False  # keep what the server saw in the last round (self.view): for the attacks
         self.view: dict | None = None
 
@@ -236,6 +240,11 @@ class Simulation:
     def step(self) -> dict:
         cfg, t, data = self.cfg, self.round, self.data
         clients = S.round_clients(cfg.client_schedule, data.n_users, cfg.clients_per_round, cfg.seed, t)
+        n_sampled, n_dropped = len(clients), 0
+        if cfg.dropout:  # some leave after the downlink: the round goes on with the survivors (see fed/dropout.py)
+            gone = dropout.draw(n_sampled, cfg.dropout, cfg.seed, t)
+            dropout.check_survivors(cfg, t, n_sampled, n_sampled - int(gone.sum()))
+            clients, n_dropped = clients[~gone], int(gone.sum())
         steps = None
         if cfg.stragglers:  # a share of the cohort takes fewer steps: dropped, or kept with its partial work
             full = stragglers.full_steps(data.train_counts()[clients], cfg.num_negatives, cfg.local_epochs,
@@ -276,7 +285,10 @@ class Simulation:
             del cohort
             up_sent, up_bytes, decoded = up, self.ledger.record(t, "up", up), local.rows
         else:
-            up, up_sent, up_bytes, decoded, agg, he, t1 = self._uplink(t, local, setup, n_pos, loss_before)
+            if self.malicious is not None:  # the attackers in the cohort overwrite their update of the target
+                local = self._plant(local, clients, n_pos)
+            up, up_sent, up_bytes, decoded, agg, he, t1 = self._uplink(t, local, setup, n_pos, loss_before,
+                                                                       n_dropped)
         down = self.method.downlink(agg, setup)
         if self.server.stateful:  # FedAvgM / FedAdam / FedYogi: the broadcast is the server's step (clients
             # keep no optimizer state), made from the change the method's broadcast stands for
@@ -289,8 +301,9 @@ class Simulation:
         self.Q = self._apply_downlink({w.name: w for w in down_recv}, setup)
         self._check_finite(t, local.loss_sum / max(local.n_samples, 1))
         sec_server = time.perf_counter() - t1 - (he.wall_s if he else 0.0)
-        down_bytes = (self.ledger.record(t, "down", down_sent, receivers=len(clients)) if he is None
-                      else self.secure.record_down(self.ledger, t, down_sent, he, len(clients)))
+        receivers = len(clients) + n_dropped  # the dropped clients had downloaded the round's model
+        down_bytes = (self.ledger.record(t, "down", down_sent, receivers=receivers) if he is None
+                      else self.secure.record_down(self.ledger, t, down_sent, he, receivers))
         self.P[clients] = local.p
         if self.keep_view:
             if isinstance(decoded, RowUpdate):
@@ -299,16 +312,24 @@ class Simulation:
                          "secure": he.view if he else None}
 
         row = {"round": t, "loss": local.loss_sum / max(local.n_samples, 1), "sec_local": sec_local,
-               "bytes_up": int(up_bytes.sum()), "bytes_down": int(down_bytes.sum()) * len(clients),
+               "bytes_up": int(up_bytes.sum()) + (he.dropped_up_bytes if he else 0),
+               "bytes_down": int(down_bytes.sum()) * receivers + (he.down_only_bytes if he else 0),
                "bytes_up_client": float(up_bytes.mean()), "bytes_down_client": float(down_bytes.sum())}
         row.update(self._times(clients, n_pos, up_bytes, int(down_bytes.sum()), sec_local, sec_server, up, he))
         row.update(he.columns() if he else {})
+        if cfg.dropout:
+            row["clients_dropped"] = n_dropped
         if cfg.rank_every and t % cfg.rank_every == 0:
             row.update(self._effective_rank(local, setup))
             row.update(aggregate_rank_stats(agg, setup))
         if (t + 1) % cfg.eval_every == 0 or t + 1 == cfg.rounds:
             row["hr"], row["ndcg"] = self.evaluate()
             row.update(self.client_loss_stats())
+            if self.malicious is not None:
+                row["backdoor_success"] = robust.backdoor_success(self.P, self.Q, data.train_indptr, data.train_items,
+                                                                  self.target, cfg.top_k)
+        if self.malicious is not None:
+            row["attackers"] = int(self.malicious[clients].sum())
         prev = self.rows[-1] if self.rows else {"cum_bytes": 0, "wallclock": 0.0}
         row["cum_bytes"] = prev["cum_bytes"] + row["bytes_up"] + row["bytes_down"]
         row["wallclock"] = prev["wallclock"] + row["t_round"]
@@ -316,7 +337,8 @@ class Simulation:
         self.round += 1
         return row
 
-    def _uplink(self, t: int, local: LocalResult, setup, n_pos: np.ndarray, loss_before: np.ndarray | None):
+    def _uplink(self, t: int, local: LocalResult, setup, n_pos: np.ndarray, loss_before: np.ndarray | None,
+                n_dropped: int = 0):
         """The method's uplink through quantization, the ledger (or encryption) and the server's aggregate."""
         cfg = self.cfg
         up = self.method.uplink(local, setup)
@@ -338,14 +360,36 @@ class Simulation:
             if loss_before is not None:
                 weights = qffl_weights(weights, loss_before, update_sq_norms(decoded), cfg.qffl_q,
                                        cfg.qffl_lipschitz or 1.0 / cfg.lr)
-            agg = aggregate(decoded, cfg.aggregation, weights, touched, self.method.layout)
+            if cfg.defense != "none":
+                rows = (decoded if isinstance(decoded, RowUpdate)
+                        else RowUpdate.from_dense(decoded, local.touched_dense()))
+                agg = robust.robust_aggregate(rows, cfg.defense, cfg.aggregation, weights, trim=cfg.trim_frac,
+                                              clip_norm=cfg.clip_norm, dp_noise=cfg.dp_noise,
+                                              rng=S.round_rng(cfg.seed, t, robust.STREAM_ATTACK))
+            else:
+                agg = aggregate(decoded, cfg.aggregation, weights, touched, self.method.layout)
         else:  # encrypted / masked sum; the mod records the protected uplink in the ledger
             if isinstance(decoded, RowUpdate):  # the protocols work on each client's dense vector
                 decoded = decoded.dense()
             he = self.secure.aggregate(t, up_sent, up_recv, decoded, n_pos, local.touched_dense(), setup,
-                                       self.ledger)
+                                       self.ledger, n_dropped)
             agg, up_bytes = he.aggregate, he.up_bytes
         return up, up_sent, up_bytes, decoded, agg, he, t1
+
+    def _plant(self, local: LocalResult, clients: np.ndarray, n_pos: np.ndarray) -> LocalResult:
+        """Model replacement: each attacker of the cohort sends gamma (target row - its current row) for the target
+        item, gamma the inverse of the attackers' share of its aggregated row (or attack_boost)."""
+        import dataclasses
+
+        bad = np.flatnonzero(self.malicious[clients])
+        if not len(bad):
+            return local
+        rows = local.row_update()
+        gamma = self.cfg.attack_boost or robust.replacement_boost(
+            rows, bad, self.target, fedavg_weights(torch.from_numpy(n_pos)), self.cfg.aggregation)
+        value = gamma * (robust.target_row(self.Q, self.target, self.P[torch.from_numpy(self.malicious)])
+                         - self.Q[self.target])
+        return dataclasses.replace(local, rows=robust.plant(rows, bad, self.target, value), update=None, touched=None)
 
     def _check_finite(self, t: int, loss: float) -> None:
         """Stop a run whose numbers left the floats (a step size too large) with what to change, before the

@@ -19,7 +19,8 @@ Order on the uplink: method encodes -> (quantize: not with encryption) -> protec
   Masks only cancel on a common layout, so every client sends its dense
   S_u^T A_u (SCoLR) and its bitmap concatenated. The server learns the sum
   (that is what secure aggregation reveals) and broadcasts the aggregate
-  as in a plain run.
+  as in a plain run. With dropout (`fed/dropout.py`) the dropped clients'
+  masks are removed from the seeds the survivors reveal (`_secagg_dropout`).
 * "paillier" (Top-K). Every one of the k values is a Paillier ciphertext, the
   indices travel in clear (as in CoLR's Table 3); the server adds ciphertexts
   that fall on the same index; clients download the encrypted union.
@@ -80,6 +81,8 @@ class SecureRound:
     wall_s: float = 0.0  # time this machine spent in the mod (the engine keeps it out of its server timing)
     down: list = field(default_factory=list)  # [(part, kind, payload bytes, bits)] replacing the aggregate parts
     view: dict | None = None  # what the server saw (kept only when asked: attacks)
+    dropped_up_bytes: int = 0  # uploads of sampled clients that dropped out before their update (secagg: key)
+    down_only_bytes: int = 0  # downlink messages sent to some receivers only (secagg: the survivors' reveal request)
 
     def columns(self) -> dict:
         return {"he_client_s": float(np.mean(self.client_s)), "he_server_s": float(self.server_s),
@@ -195,7 +198,10 @@ class SecureMod:
         return np.sort(rng.choice(M, size=min(M, self.cfg.he_real_clients), replace=False))
 
     def aggregate(self, t: int, up_sent: list[Wire], up_recv: list[Wire], decoded: torch.Tensor,
-                  n_pos: np.ndarray, touched: torch.Tensor, setup, ledger: Ledger) -> SecureRound:
+                  n_pos: np.ndarray, touched: torch.Tensor, setup, ledger: Ledger, n_dropped: int = 0
+                  ) -> SecureRound:
+        """One round's protected uplink from the M clients that upload (`decoded`'s rows); n_dropped more had been
+        sampled and left before uploading (secagg: after the key agreement, so their masks must be removed)."""
         t0 = time.perf_counter()
         M = decoded.shape[0]
         real = self.real_clients(t, M)
@@ -209,6 +215,8 @@ class SecureMod:
             segs = self._segments(decoded, touched, setup)
             if self.scheme == "ckks":
                 rnd = self._ckks(t, up_sent, segs, w, real, decoded.shape[2], ledger)
+            elif n_dropped:
+                rnd = self._secagg_dropout(t, segs, w, n_dropped, decoded.shape[2], ledger)
             else:
                 rnd = self._secagg(t, segs, w, real, decoded.shape[2], ledger)
         rnd.wall_s = time.perf_counter() - t0
@@ -221,8 +229,10 @@ class SecureMod:
         else:
             keep = [w for w in down_sent if w.name not in AGGREGATE_PARTS[self.cfg.method]]
             sizes = ledger.record(t, "down", keep, receivers=receivers) if keep else np.zeros(1, np.int64)
-        for name, kind, payload in rnd.down:
-            sizes = sizes + _record(ledger, t, "down", name, kind, np.array([payload]), receivers)
+        for name, kind, payload, *to in rnd.down:  # a 4th item: sent to fewer receivers (counted in down_only_bytes)
+            one = _record(ledger, t, "down", name, kind, np.array([payload]), to[0] if to else receivers)
+            if not to:
+                sizes = sizes + one
         return sizes
 
     # --- what each client protects -----------------------------------------
@@ -370,6 +380,70 @@ class SecureMod:
                     "upload": {int(m): rep.masked[i] for i, m in enumerate(real)}, "layout": list(zip(names, sizes_n))}
         return SecureRound(self._assemble(sums, M, k), up_bytes, client, server_s, R < M, check, R, down=down,
                            view=view)
+
+    def _secagg_dropout(self, t, segs, w, n_dropped, k, ledger) -> SecureRound:
+        """Secure aggregation of a round where n_dropped sampled clients left after the key agreement.
+
+        For real: `he_real_clients` of the sampled clients run the protocol, survivors and dropped ones in about
+        the cohort's proportion (at least one of each), so the server really removes a dropped client's masks
+        from the seeds the survivors reveal. The threshold was checked on the whole cohort before the round
+        (`dropout.check_survivors`); the real subset uses the same share, lowered to its survivors if rounding
+        would leave it short."""
+        from ..privacy.secagg import DH_PUBLIC_BYTES, SecureAggregationError, secure_aggregate
+        from .dropout import threshold
+
+        M, D, codec = len(segs), n_dropped, self.codec
+        n_all = M + D
+        R = min(self.cfg.he_real_clients, n_all)
+        R_d = min(D, R - 1, max(1, R * D // n_all))
+        R_s = min(R - R_d, M)
+        rng = np.random.default_rng(np.random.SeedSequence([self.cfg.seed, t, STREAM_REAL]))
+        real = np.sort(rng.choice(M, size=R_s, replace=False))
+        names = list(segs[0])
+        flat = [np.concatenate([s_[n] for n in names]) for s_ in segs]
+        sizes_n = [segs[0][n].size for n in names]
+        n_real = R_s + R_d
+        X = np.zeros((n_real, flat[0].size))  # the dropped ones' rows never leave them (never masked or sent)
+        X[:R_s] = np.stack([flat[m] for m in real])
+        w_real = np.concatenate([w[real], np.zeros(R_d)])
+        total, rep = secure_aggregate(X, w_real, dropped=range(R_s, n_real), codec=codec, round_id=t,
+                                      threshold=min(threshold(n_real, self.cfg.secagg_threshold), R_s))
+        ring = np.zeros(X.shape[1], np.uint64)
+        for i, m in enumerate(real):
+            ring = codec.add(ring, codec.encode(w[m] * X[i], n_real))
+        if not np.array_equal(codec.decode(ring), total):
+            raise SecureAggregationError(f"round {t}: recovered sum differs from the survivors' encodings")
+        check = _rel_err(total, sum(w[m] * flat[m] for m in real))
+        others = [m for m in range(M) if m not in set(real.tolist())]
+        S = total + sum((w[m] * flat[m] for m in others), np.zeros_like(total))
+        sums, off = {}, 0
+        for n, size in zip(names, sizes_n):
+            sums[n] = S[off: off + size]
+            off += size
+        # bytes: masked vectors from the survivors, public keys from every sampled client, and each survivor's
+        # revealed seeds (one per dropped client; size measured on the real reveals)
+        part = "+".join(names)
+        wire = np.full(M, _measured(part, "ciphertext", codec.wire_bytes(rep.masked[0])), np.int64)
+        up_bytes = _record(ledger, t, "up", part, "ciphertext", wire)
+        keys = _record(ledger, t, "up", "secagg.public_key", "meta", np.full(n_all, DH_PUBLIC_BYTES))
+        up_bytes = up_bytes + keys[:M]
+        seed_bytes = rep.revealed_seed_bytes // (R_s * R_d)
+        up_bytes = up_bytes + _record(ledger, t, "up", "secagg.revealed_seeds", "meta", np.full(M, D * seed_bytes))
+        reveal_request = 4 * D  # the dropped clients' indices, sent to the survivors
+        down = [("secagg.public_keys", "meta", (n_all - 1) * DH_PUBLIC_BYTES),
+                ("secagg.dropped", "meta", reveal_request, M)]
+        # times: as without dropout, over the sampled cohort; the server adds M vectors and regenerates M x D masks
+        per_ka = rep.key_agreement_s / (n_real * n_real)
+        per_mask = rep.mask_s_per_client / max(n_real - 1, 1)
+        client = np.full(M, per_ka * n_all + per_mask * (n_all - 1))
+        server_s = rep.server_s * (M + M * D) / (R_s + R_s * R_d)
+        view = None
+        if self.keep_view:
+            view = {"scheme": "secagg", "real": real.tolist(), "dropped_real": R_d,
+                    "upload": {int(m): rep.masked[i] for i, m in enumerate(real)}, "layout": list(zip(names, sizes_n))}
+        return SecureRound(self._assemble(sums, M, k), up_bytes, client, server_s, n_real < n_all, check, n_real,
+                           down=down, view=view, dropped_up_bytes=int(keys[M:].sum()),
+                           down_only_bytes=M * (frame_bytes("secagg.dropped", 0) + reveal_request))
 
     # --- Paillier, Top-K ------------------------------------------------------
     def _paillier(self, t, up_sent, up_recv, n_pos, real, ledger) -> SecureRound:

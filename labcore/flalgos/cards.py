@@ -453,3 +453,124 @@ register(FigureCard(
            "CoLR's settings: 60 clients a round (the authors' rotating schedule), E = 2, B = 256, lr 0.5, 1000 rounds, "
            "HR@10 every 100 rounds; training loss: the mean over the last 20 rounds."),
     paper_ref="Li et al., FedProx (MLSys 2020), section 5.1 and Fig. 1", dataset="ml-1m"))
+
+
+# --- dropout on the engine, under secure aggregation ----------------------------------------------------------------
+def _engine_dropout_compute(size, progress):
+    return _sized(ex.engine_dropout_table(size, progress), size)
+
+
+def _engine_dropout_compare(ours, paper):
+    done = ours[ours["status"] == "complete"]
+    fin = _final(done, ["dropout", "arm"]).set_index(["dropout", "arm"])
+    plain, secure = (a for a, _ in ex.ENGINE_DROPOUT_ARMS)
+    rows = []
+    for share in ex.ENGINE_DROPOUT_SHARES[1:]:
+        a, b = float(fin.loc[(share, plain), "hr"]), float(fin.loc[(share, secure), "hr"])
+        rows.append(_row(f"{share:.0%} dropout: final HR@10, SecAgg vs plaintext",
+                         "the same: the server recovers the survivors' exact sum (Bonawitz et al. 2017)",
+                         f"{b:.4f} vs {a:.4f}", bool(abs(a - b) <= 0.005),
+                         "masked sums are exact in fixed point (32 fractional bits); the rest is float rounding"))
+    hi = ex.ENGINE_DROPOUT_SHARES[-1]
+    rec, up = float(fin.loc[(hi, secure), "recovery_bytes_round"]), float(fin.loc[(hi, secure), "bytes_up_client"])
+    n_dropped = float(done.loc[(done["dropout"] == hi) & (done["arm"] == secure), "clients_dropped"].mean())
+    rows.append(_row(f"{hi:.0%} dropout: bytes of the revealed seeds a round against one masked upload",
+                     "recovery costs one seed per (survivor, dropped client)",
+                     f"{rec:,.0f} B vs {up:,.0f} B", None,
+                     f"information: about {n_dropped:.1f} dropped clients a round, 16-byte seeds"))
+    rows.append(_row(f"{hi:.0%} dropout: final HR@10 against no dropout (plaintext)", "-",
+                     f"{float(fin.loc[(hi, plain), 'hr']):.4f} vs {float(fin.loc[(0.0, plain), 'hr']):.4f}", None,
+                     "information: fewer updates a round"))
+    share, thr = ex.ENGINE_DROPOUT_FAILING
+    failed = ours[ours["status"] != "complete"]
+    rows.append(_row(f"dropout {share:.0%}, threshold {thr:g}: the run", "refuses to unmask below the threshold",
+                     f"stopped at round {int(failed['round'].iloc[0])}" if len(failed) else "completed",
+                     bool(len(failed)), failed["status"].iloc[0] if len(failed) else ""))
+    return pd.DataFrame(rows)
+
+
+register(FigureCard(
+    id="flalgos-engine-dropout-ml1m",
+    title="Clients that drop out after being sampled, in plaintext and under secure aggregation",
+    caption="HR@10 against rounds with 0, 20 and 40 % of the sampled clients dropping out before they upload, FedMF "
+            "d=64 on MovieLens-1M at CoLR's settings; dashed: pairwise-masked secure aggregation that recovers the "
+            "survivors' sum (threshold: more than 25 % must upload).",
+    kind="figure", paper=_claims(("secure aggregation with dropout", "exact sum of the survivors above the "
+                                                                     "threshold, nothing below it (Bonawitz et al. "
+                                                                     "2017)")),
+    configs=lambda size: ex.configs(ex.engine_dropout_runs(size)), compute_fn=_engine_dropout_compute,
+    plot_fn=plots.engine_dropout, compare_fn=_engine_dropout_compare, tolerance=0.005,
+    tolerance_text="SecAgg's final HR@10 within 0.005 of plaintext at each dropout; the run with dropout 45 % and "
+                   "threshold 50 % stops with an error",
+    expected="Dropout costs accuracy (fewer updates a round) but secure aggregation costs none: the survivors reveal "
+             "the seeds they shared with the dropped clients and the server removes those masks. When fewer than "
+             "the threshold upload, the server refuses and the run stops at that round.",
+    columns=("dropout", "arm", "round", "hr", "bytes_up_client", "recovery_bytes_round", "status"),
+    notes=("Ours, not a figure of a paper: the survey's client dropout on the lab's recommendation engine.",
+           "Each sampled client drops out with the given probability after receiving the model, drawn from its own "
+           "random stream of (seed, round); the server averages the survivors (per-item mean).",
+           "Secure aggregation: pairwise Diffie-Hellman masks (2048-bit group) over 64-bit fixed point; the sampled "
+           "clients all take part in the key agreement. For real each round: he_real_clients = 2 clients (one "
+           "survivor and one dropped client when any dropped); the others' bytes and times are scaled from them.",
+           "The failing run uses 60 rounds at most: it stops at the first round in which 30 or fewer of the 60 "
+           "sampled clients upload.",
+           "CoLR's settings: 60 clients a round (the authors' rotating schedule), E = 2, B = 256, lr 0.5, 1000 rounds, "
+           "HR@10 every 100 rounds."),
+    paper_ref="Bonawitz et al., Practical secure aggregation for privacy-preserving machine learning (CCS 2017)",
+    dataset="ml-1m"))
+
+
+# --- the backdoor and the defenses on the engine ---------------------------------------------------------------------
+def _engine_backdoor_compute(size, progress):
+    return _sized(ex.engine_backdoor_table(size, progress), size)
+
+
+def _engine_backdoor_compare(ours, paper):
+    fin = _final(ours, ["arm"]).set_index("arm")
+    clean, attacked = (a for a, _ in ex.ENGINE_BACKDOOR_ARMS[:2])
+    hr0 = float(fin.loc[clean, "hr"])
+    s = lambda arm: float(fin.loc[arm, "backdoor_success"])  # noqa: E731
+    rows = [_row("no defense: backdoor success", ">= 90 % (the issue's target; Bagdasaryan et al. 2020 on their "
+                                                 "tasks)", f"{s(attacked):.1%}", bool(s(attacked) >= 0.9),
+                 "the share of users with the target item in their top 10 of untrained items")]
+    for arm, _ in ex.ENGINE_BACKDOOR_ARMS[2:]:
+        hr = float(fin.loc[arm, "hr"])
+        ok = bool(s(arm) < 0.2 and hr0 - hr < 0.03)
+        rows.append(_row(f"{arm}: backdoor success, clean HR@10 against no attack",
+                         "< 20 %, HR@10 within 3 points (the issue's target for clipping or the median)",
+                         f"{s(arm):.1%}, {hr:.4f} vs {hr0:.4f}", ok,
+                         "" if ok else ("per-item statistics: the rare target's few honest touchers cannot outvote the "
+                                        "attackers" if arm.startswith(("median", "trimmed")) else
+                                        "clipping slows each round's push; the attackers come back every round")))
+    return pd.DataFrame(rows)
+
+
+register(FigureCard(
+    id="flalgos-engine-backdoor-ml1m",
+    title="A model-replacement backdoor on the recommendation engine, and robust aggregation",
+    caption="Backdoor success (the share of users with the attacked item in their top 10) and clean HR@10 against "
+            "rounds; 5 % of the users collude to push MovieLens-1M's least popular item, FedMF d=64 at CoLR's "
+            "settings with the FedAvg weights.",
+    kind="figure", paper=_claims(("model replacement, no defense", "backdoor success >= 90 %"),
+                                 ("norm clipping or median", "backdoor success < 20 %, clean accuracy within 3 "
+                                                             "points")),
+    configs=lambda size: ex.configs(ex.engine_backdoor_runs(size)), compute_fn=_engine_backdoor_compute,
+    plot_fn=plots.engine_backdoor, compare_fn=_engine_backdoor_compare, tolerance=None,
+    tolerance_text="the issue's targets as they are: success >= 90 % undefended; < 20 % with a defense at a clean "
+                   "HR@10 within 3 points of no attack",
+    expected="Undefended, the attackers land the target item in nearly every user's top 10. The defenses made for "
+             "dense updates do not stop it here: the target is rare, so few honest clients train its row in a round; "
+             "clipped pushes still add up round after round, and a per-item median over a handful of clients is "
+             "often an attacker's value. Tighter clipping and the median cost the honest clients' HR@10.",
+    columns=("arm", "round", "hr", "backdoor_success", "bytes_up_client"),
+    notes=("Ours, not a figure of a paper: the survey's backdoor and defenses on the lab's recommendation engine "
+           "(its own classification tasks are the card flalgos-backdoor).",
+           "Model replacement (Bagdasaryan et al. 2020): each attacker trains as usual, then sends gamma (goal - "
+           "current row) for the target item, gamma the inverse of the attackers' weight in the round. The goal row "
+           "points along the mean of the attackers' own user vectors, twice as long as the model's largest item row.",
+           "Median and trimmed mean are taken per item over the clients that touched it (clients send no row of "
+           "items they did not touch) and scaled by those clients' total weight.",
+           "CoLR's settings: 60 clients a round (the authors' rotating schedule), E = 2, B = 256, lr 0.5, 1000 rounds, "
+           "evaluation every 100 rounds."),
+    paper_ref="Bagdasaryan et al., How to backdoor federated learning (AISTATS 2020); Yin et al. 2018; Sun et al. 2019",
+    dataset="ml-1m"))

@@ -142,3 +142,79 @@ def check_scaffold_first_round(answer) -> Feedback:
     return Feedback(ok, f"{diff:g}: every control variate starts at zero, so the first round's correction c - c_i is "
                         "zero and SCAFFOLD is FedAvg; from the second round on, c steers every local step" if ok else
                     f"{answer} is not it: run one round of each and compare their item tables")
+
+
+def dropout_pair(dropout: float = 0.3, secagg_threshold: float = 0.25, rounds: int = 3):
+    """FedMF on the notebook's small engine run with `dropout`, in plaintext and under secure aggregation: their
+    item tables and how many clients dropped each round."""
+    from ..fed.engine import Simulation, load_data
+
+    out = {}
+    for name, kw in (("plain", {}), ("secagg", {"encryption": "secagg", "secagg_threshold": secagg_threshold})):
+        cfg = engine_config(method="fedmf", dropout=dropout, rounds=rounds, **kw)
+        sim = Simulation(cfg, load_data(cfg))
+        rows = [sim.step() for _ in range(rounds)]
+        out[name] = sim.Q
+        out["dropped"] = [int(r["clients_dropped"]) for r in rows]
+    return out
+
+
+def secagg_refusal(dropout: float, secagg_threshold: float, rounds: int = 6) -> str:
+    """Run secure aggregation with `dropout` for `rounds` rounds: the server's refusal, or that every round
+    unmasked."""
+    from ..fed.engine import Simulation, load_data
+    from ..privacy.secagg import SecureAggregationError
+
+    cfg = engine_config(method="fedmf", dropout=dropout, encryption="secagg", secagg_threshold=secagg_threshold,
+                        rounds=rounds)
+    sim = Simulation(cfg, load_data(cfg))
+    try:
+        for _ in range(rounds):
+            sim.step()
+    except SecureAggregationError as e:
+        return str(e)
+    return f"all {rounds} rounds unmasked: enough clients uploaded every round"
+
+
+def check_secagg_threshold(answer, n_sampled: int = 20, share: float = 0.5) -> Feedback:
+    """How many of the sampled clients must upload for the server to unmask, at this threshold share?"""
+    if missing(answer):
+        return todo(f"a whole number: the fewest of {n_sampled} sampled clients whose uploads the server unmasks at "
+                    f"secagg_threshold={share:g}")
+    from ..fed.dropout import threshold
+
+    t = threshold(n_sampled, share)
+    ok = answer == t
+    return Feedback(ok, f"{t}: strictly more than {share:g} of {n_sampled}; with fewer, the 'sum' of so few uploads "
+                        "would reveal them (one survivor's sum is its own update)" if ok else
+                    f"{answer} is not it: the server needs strictly more than {share:g} x {n_sampled} survivors")
+
+
+def backdoor_runs(defenses=("none", "clip", "median"), attacker_share: float = 0.1, rounds: int = 6):
+    """FedMF on the notebook's small engine run with a share of attackers pushing the least popular item, under each
+    defense: the last round's HR@10 and backdoor success, one row per defense."""
+    import pandas as pd
+
+    from ..fed.engine import run
+
+    rows = []
+    for d in defenses:
+        cfg = engine_config(method="fedmf", aggregation="weighted", attack="replacement", attacker_share=attacker_share,
+                            defense=d, rounds=rounds, eval_every=rounds)
+        last = run(cfg, progress=False).table.dropna(subset=["hr"]).iloc[-1]
+        rows.append({"defense": d, "HR@10": round(float(last["hr"]), 4),
+                     "backdoor success": round(float(last["backdoor_success"]), 4)})
+    return pd.DataFrame(rows)
+
+
+def check_replacement_boost(answer, attackers_weight: float = 0.04) -> Feedback:
+    """By what factor must attackers holding this share of the round's FedAvg weight scale their change of the
+    target row, for the average to land it exactly where they want?"""
+    if missing(answer):
+        return todo(f"a number: the boost gamma when the attackers hold {attackers_weight:.0%} of the FedAvg weight")
+    gamma = 1.0 / attackers_weight
+    ok = close(answer, gamma, rel=0.01)
+    return Feedback(ok, f"{gamma:g}: the server adds sum_u w_u Delta_u, so the attackers' gamma x (goal - row) arrives "
+                        f"scaled by their weight {attackers_weight:g}; gamma = 1 / {attackers_weight:g} cancels it "
+                        "(model replacement)" if ok else
+                    f"{answer} is not it: after the weighted average, what is left of gamma x (goal - row)?")

@@ -135,3 +135,52 @@ def engine_stragglers(df: pd.DataFrame, paper=None):
         fig.update_xaxes(title_text="round", row=1, col=col)
     fig.update_yaxes(title_text="HR@10", row=1, col=1)
     return _layout(fig, _title(df, "Stragglers on the lab's engine: FedMF on MovieLens-1M"))
+
+
+def engine_dropout(df: pd.DataFrame, paper=None):
+    """HR@10 against rounds per dropout share (solid: plaintext, dashed: secure aggregation, on top of each other
+    when the sums agree), the uplink a client sends each round, and where the run with too high a threshold
+    stopped."""
+    done = df[df["status"] == "complete"]
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.62, 0.38],
+                        subplot_titles=("HR@10 against rounds", "uplink per client and round (MB)"))
+    colors = dict(zip(sorted(done["dropout"].unique()), px.colors.qualitative.D3))
+    for (share, arm), d in done.groupby(["dropout", "arm"], sort=False):
+        secure = "SecAgg" in arm
+        fig.add_trace(go.Scatter(x=d["round"], y=d["hr"], name=f"{arm}, dropout {share:.0%}",
+                                 line=dict(color=colors[share], dash="dash" if secure else "solid")), row=1, col=1)
+    fin = done.sort_values("round").groupby(["dropout", "arm"], as_index=False, sort=False).tail(1)
+    for arm, d in fin.groupby("arm", sort=False):
+        fig.add_trace(go.Bar(x=[f"{s:.0%}" for s in d["dropout"]], y=d["bytes_up_client"] / 2**20, name=arm,
+                             customdata=d["recovery_bytes_round"],
+                             hovertemplate="%{y:.3f} MB; revealed seeds %{customdata:.0f} B a round"),
+                      row=1, col=2)
+    fig.update_xaxes(title_text="round", row=1, col=1)
+    fig.update_xaxes(title_text="dropout", row=1, col=2)
+    fig.update_yaxes(title_text="HR@10", row=1, col=1)
+    stopped = df[df["status"] != "complete"]
+    for _, r in stopped.iterrows():
+        fig.add_annotation(text=f"{r['arm']}, dropout {r['dropout']:.0%}: stopped at round {int(r['round'])} "
+                                "(too few survivors to unmask)", xref="paper", yref="paper", x=0, y=-0.36,
+                           showarrow=False, align="left")
+    fig = _layout(fig, _title(df, "Clients that drop out, in plaintext and under secure aggregation: FedMF on "
+                                  "MovieLens-1M"))
+    fig.update_layout(margin=dict(b=120), height=470)
+    return fig
+
+
+def engine_backdoor(df: pd.DataFrame, paper=None):
+    """Backdoor success and clean HR@10 against rounds, one line per defense."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("backdoor success (target in the top 10)", "clean HR@10"))
+    colors = dict(zip(df["arm"].unique(), px.colors.qualitative.D3))
+    for arm, d in df.groupby("arm", sort=False):
+        if d["backdoor_success"].notna().any():
+            fig.add_trace(go.Scatter(x=d["round"], y=d["backdoor_success"], name=arm, legendgroup=arm,
+                                     line=dict(color=colors[arm])), row=1, col=1)
+        fig.add_trace(go.Scatter(x=d["round"], y=d["hr"], name=arm, legendgroup=arm,
+                                 showlegend=not d["backdoor_success"].notna().any(),
+                                 line=dict(color=colors[arm])), row=1, col=2)
+    for col in (1, 2):
+        fig.update_xaxes(title_text="round", row=1, col=col)
+    fig.update_yaxes(range=[0, 1.05], tickformat=".0%", row=1, col=1)
+    return _layout(fig, _title(df, "A model-replacement backdoor and robust aggregation: FedMF on MovieLens-1M"))

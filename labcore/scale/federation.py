@@ -54,11 +54,12 @@ def check_supported(cfg: RunConfig) -> None:
         raise ValueError(f"encryption={cfg.encryption!r} is not available over Flower: allowed values are "
                          f"{', '.join(FLOWER_ENCRYPTIONS)} (secure aggregation and Paillier run in the lab's engine)")
     for name, plain in (("server_optimizer", "fedavg"), ("server_lr", 1.0), ("prox_mu", 0.0), ("scaffold", False),
-                        ("qffl_q", 0.0)):
+                        ("qffl_q", 0.0), ("stragglers", 0.0), ("dropout", 0.0), ("attack", "none"),
+                        ("defense", "none")):
         if getattr(cfg, name) != plain:
             raise ValueError(f"{name}={getattr(cfg, name)!r} is not available over Flower: allowed value is "
-                             f"{plain!r} (FedAvg; FedProx, SCAFFOLD, q-FFL and the server optimizers run in the "
-                             "lab's engine)")
+                             f"{plain!r} (FedAvg with every sampled client; FedProx, SCAFFOLD, q-FFL, the server "
+                             "optimizers, stragglers, dropout, the backdoor and the defenses run in the lab's engine)")
 
 
 def partition(n_users: int, nodes: int) -> list[np.ndarray]:

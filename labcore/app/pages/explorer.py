@@ -8,7 +8,7 @@ import streamlit as st
 from labcore import plots
 from labcore.app import analytic, controls, downloads, notices, runs
 from labcore.app.state import EXPLORER as SPEC
-from labcore.app.state import Y_METRICS
+from labcore.app.state import EXPLORER_Y
 from labcore.metrics import client_data_summary
 
 
@@ -28,8 +28,9 @@ def render() -> None:
     controls.show_warnings(vs, SPEC.name)
     cfg = controls.sidebar(SPEC, vs, slots=("data_skew",))
     top = st.columns([3, 2])
-    y = controls.option(SPEC, vs, "y", "segmented_control", "metric", Y_METRICS, where=top[1],
-                        format_func={"hr": "HR@10", "ndcg": "NDCG@10", "loss": "training loss"}.get)
+    y = controls.option(SPEC, vs, "y", "segmented_control", "metric", EXPLORER_Y, where=top[1],
+                        format_func={"hr": "HR@10", "ndcg": "NDCG@10", "loss": "training loss",
+                                     "backdoor_success": "backdoor success"}.get)
     if y is None:  # a segmented control can be cleared
         y = vs.options["y"] = "hr"
     query = controls.sync_url(SPEC, vs, cfg)
@@ -104,7 +105,7 @@ def render() -> None:
             return
         t = res.table
         run, prog = cfg.key(), (v.version, len(t))
-        yy = y if y in t else "hr"
+        yy = y if y in t and t[y].notna().any() else "hr"  # backdoor success: only with an attack
         conf = runs.chart_config(final)
         panel = runs.figure("explorer.panel", (run, yy), prog, lambda: plots.metric_panel([res], yy))
         st.plotly_chart(panel, key=key("panel"), config=conf, theme=None)

@@ -1,0 +1,191 @@
+"""The model-replacement backdoor and robust aggregation on the core engine: tiny exact cases for each defense and
+for the attack's scale, then rounds of the engine."""
+import numpy as np
+import pytest
+import torch
+
+from labcore.config import ConfigError, RunConfig
+from labcore.fed import robust
+from labcore.fed.aggregate import aggregate
+from labcore.fed.engine import Simulation
+from labcore.fed.local_train import RowUpdate
+from labcore.scale.federation import check_supported
+
+from conftest import assert_a_stopped_run_resumes
+
+FAST = dict(method="fedmf", clients_per_round=10, local_epochs=1, batch_size=16, dim=8, eval_every=3, rounds=3,
+            rank_every=0)
+
+
+def _rows(dense: np.ndarray, touched: np.ndarray) -> RowUpdate:
+    return RowUpdate.from_dense(torch.tensor(dense, dtype=torch.float32), torch.tensor(touched))
+
+
+# 3 clients, 3 items, width 2; item 0 touched by all, item 1 by clients 0 and 2, item 2 by nobody
+X = np.array([[[1.0, -4.0], [2.0, 0.0], [0.0, 0.0]],
+              [[5.0, 1.0], [0.0, 0.0], [0.0, 0.0]],
+              [[3.0, 10.0], [8.0, 6.0], [0.0, 0.0]]])
+T = np.array([[1, 1, 0], [1, 0, 0], [1, 1, 0]], dtype=bool)
+
+
+def test_median_and_trimmed_mean_are_taken_per_item_over_the_clients_that_touched_it():
+    med, counts = robust.per_item(_rows(X, T), "median", 0.0)
+    assert counts.tolist() == [3, 2, 0]
+    assert med.tolist() == [[3.0, 1.0], [5.0, 3.0], [0.0, 0.0]]  # odd count: the middle; even: the mean of two
+    trimmed, _ = robust.per_item(_rows(X, T), "trimmed", 0.34)  # cut floor(0.34 x 3) = 1 at each end of item 0
+    assert trimmed.tolist() == [[3.0, 1.0], [5.0, 3.0], [0.0, 0.0]]
+    untrimmed, _ = robust.per_item(_rows(X, T), "trimmed", 0.0)
+    assert torch.allclose(untrimmed, torch.tensor([[3.0, 7 / 3], [5.0, 3.0], [0.0, 0.0]]))
+
+
+def test_per_item_statistics_scale_by_the_touchers_weight_under_weighted_aggregation():
+    w = torch.tensor([0.5, 0.25, 0.25])
+    agg = robust.robust_aggregate(_rows(X, T), "median", "weighted", w)
+    assert torch.allclose(agg, torch.tensor([[3.0, 1.0], [5 * 0.75, 3 * 0.75], [0.0, 0.0]]))
+    assert torch.equal(robust.robust_aggregate(_rows(X, T), "median", "item_mean", w), robust.per_item(_rows(X, T),
+                                                                                                      "median", 0)[0])
+    one = _rows(X[:1], T[:1])  # one client: its own weighted update, as FedAvg
+    assert torch.allclose(robust.robust_aggregate(one, "median", "weighted", torch.tensor([0.4])),
+                          aggregate(one, "weighted", torch.tensor([0.4]), None))
+
+
+def test_clipping_bounds_every_clients_norm_and_leaves_small_updates_alone():
+    rows = _rows(X, T)
+    norms = robust.client_norms(rows)
+    assert torch.allclose(norms, torch.tensor([np.sqrt(21.0), np.sqrt(26.0), np.sqrt(209.0)], dtype=torch.float64))
+    clipped = robust.clip(rows, 5.0)
+    assert torch.allclose(robust.client_norms(clipped), torch.tensor([np.sqrt(21.0), 5.0, 5.0], dtype=torch.float64))
+    assert torch.equal(clipped.dense()[0], rows.dense()[0])
+    w = torch.full((3,), 1 / 3)
+    plain = robust.robust_aggregate(rows, "clip", "weighted", w, clip_norm=100.0)
+    assert torch.allclose(plain, aggregate(rows, "weighted", w, None))  # nobody above the norm: FedAvg
+    noisy = robust.robust_aggregate(rows, "clip", "weighted", w, clip_norm=100.0, dp_noise=0.3,
+                                    rng=np.random.default_rng(0))
+    noise = (noisy - plain).double()
+    assert 0 < float(noise.std()) and not torch.equal(noisy, plain)
+    expect = np.random.default_rng(0).standard_normal((3, 2)) * 0.3 * 100 / 3
+    assert np.allclose(noise.numpy(), expect, atol=1e-5)  # std = dp_noise x clip_norm / M
+
+
+def test_planting_overwrites_or_adds_the_attackers_target_row_and_nothing_else():
+    rows = _rows(X, T)
+    v = torch.tensor([7.0, 7.0])
+    planted = robust.plant(rows, np.array([1, 2]), target=1, value=v)
+    D = planted.dense()
+    assert torch.equal(D[1, 1], v) and torch.equal(D[2, 1], v)  # client 1 had no row of item 1: added
+    assert torch.equal(D[0], rows.dense()[0]) and torch.equal(D[:, [0, 2]], rows.dense()[:, [0, 2]])
+    keys = (planted.client * 3 + planted.item).tolist()
+    assert keys == sorted(keys) and len(keys) == len(set(keys))  # still one row per (client, item), in order
+    assert robust.plant(rows, np.array([], dtype=np.int64), 1, v) is rows
+
+
+def test_the_replacement_boost_makes_the_attackers_share_land_the_target_row_exactly():
+    rows = _rows(X, T)
+    w = torch.tensor([0.5, 0.3, 0.2])
+    bad = np.array([1])
+    gamma = robust.replacement_boost(rows, bad, 2, w, "weighted")
+    assert gamma == pytest.approx(1 / 0.3)
+    Q = torch.zeros(3, 2)
+    goal = torch.tensor([4.0, -2.0])
+    agg = aggregate(robust.plant(rows, bad, 2, gamma * (goal - Q[2])), "weighted", w, None)
+    assert torch.allclose(Q[2] + agg[2], goal)  # nobody else touched item 2: the target row is replaced
+    # per-item mean: the attacker is one of the item's touchers (item 1: clients 0 and 2, plus the attacker)
+    assert robust.replacement_boost(rows, bad, 1, w, "item_mean") == 3.0
+
+
+def test_the_target_row_points_where_the_attackers_users_do_and_ignores_its_own_length():
+    Q = torch.tensor([[3.0, 4.0], [0.0, 1.0], [100.0, 0.0]])
+    P_bad = torch.tensor([[0.0, 2.0], [0.0, 4.0]])
+    assert torch.allclose(robust.target_row(Q, 2, P_bad), torch.tensor([0.0, 10.0]))  # 2 x |row 0| = 10
+
+
+def test_backdoor_success_counts_users_whose_top_k_of_their_untrained_items_holds_the_target():
+    P = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    Q = torch.tensor([[5.0, 0.0], [0.0, 5.0], [2.0, 2.0], [1.0, 0.0]])  # target: item 2
+    indptr = np.array([0, 1, 2, 3])
+    train = np.array([0, 2, 3])  # user 0 trained item 0, user 1 the target (not counted), user 2 item 3
+    # user 0: untrained 1, 2, 3 score 0, 2, 1: the target is first; user 2: 0, 1, 2 score 5, 5, 4: third
+    assert robust.backdoor_success(P, Q, indptr, train, 2, top_k=1) == 0.5
+    assert robust.backdoor_success(P, Q, indptr, train, 2, top_k=3) == 1.0
+    assert robust.backdoor_success(P, Q, indptr, train, 2, top_k=1, chunk=1) == 0.5
+
+
+def test_attackers_are_a_fixed_share_drawn_from_the_seed():
+    a = robust.attackers(1000, 0.05, seed=3)
+    assert a.sum() == 50 and np.array_equal(a, robust.attackers(1000, 0.05, seed=3))
+    assert not np.array_equal(a, robust.attackers(1000, 0.05, seed=4))
+    assert robust.default_target(np.array([0, 0, 1, 3, 3, 3]), 5) == 1  # least popular with data (2, 4 have none)
+
+
+@pytest.mark.parametrize("defense, reach", [("none", lambda r: r < 0.2), ("clip", lambda r: r > 0.5)])
+def test_an_attacked_round_moves_the_target_row_to_the_attackers_goal_unless_clipped(tiny, defense, reach):
+    cfg = RunConfig(attack="replacement", attacker_share=0.2, aggregation="weighted", defense=defense, **FAST)
+    sim = Simulation(cfg, tiny)
+    for _ in range(3):
+        before = sim.Q[sim.target].clone()
+        goal = robust.target_row(sim.Q, sim.target, sim.P[torch.from_numpy(sim.malicious)])
+        row = sim.step()
+        if row["attackers"]:
+            break
+    assert row["attackers"] > 0
+    # the attackers' weights cover the target row: it lands near the goal (the honest touchers add their own bit);
+    # clipped to norm 1, the boosted update moves it by a fraction of the way
+    assert reach(float((sim.Q[sim.target] - goal).norm()) / float((before - goal).norm()))
+
+
+def test_the_backdoor_success_is_reported_and_the_same_seed_gives_the_same_numbers(tiny):
+    cfg = RunConfig(attack="replacement", attacker_share=0.2, defense="median", **{**FAST, "rounds": 6})
+    a = [Simulation(cfg, tiny) for _ in range(2)]
+    rows = [[s.step() for _ in range(6)] for s in a]
+    assert [r["loss"] for r in rows[0]] == [r["loss"] for r in rows[1]]
+    ev = [r for r in rows[0] if "backdoor_success" in r]
+    assert len(ev) == 2 and all(0.0 <= r["backdoor_success"] <= 1.0 for r in ev)
+    assert torch.equal(a[0].Q, a[1].Q)
+
+
+def test_a_stopped_attacked_run_with_clipping_and_noise_resumes_to_the_same_numbers(tiny, tmp_path):
+    cfg = RunConfig(attack="replacement", attacker_share=0.1, defense="clip", clip_norm=0.5, dp_noise=0.1,
+                    **{**FAST, "rounds": 8})
+    assert_a_stopped_run_resumes(cfg, tiny, tmp_path, stop_after=3)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(attack="backdoor"), r"attack='backdoor' .*none, replacement"),
+    (dict(defense="krum"), r"defense='krum' .*none, clip, median, trimmed"),
+    (dict(attacker_share=0.6, attack="replacement"), r"attacker_share=0.6 .*0.0.*0.5"),
+    (dict(trim_frac=0.5), r"trim_frac=0.5 .*0.49"),
+    (dict(clip_norm=0.0), r"clip_norm=0.0"),
+    (dict(dp_noise=-1.0), r"dp_noise=-1.0"),
+])
+def test_bad_attack_and_defense_settings_name_the_field(bad, message):
+    with pytest.raises(ConfigError, match=message):
+        RunConfig(**bad)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(attacker_share=0.1), r"attacker_share=0.1 .*must be 0 with attack='none'"),
+    (dict(attack="replacement"), r"attacker_share=0.0 .*must be above 0"),
+    (dict(defense="median", method="colr"), r"defense='median' .*method='fedmf' only"),
+    (dict(defense="clip", encryption="secagg"),
+     r"encryption='secagg' .*must be 'none' with defense='clip'.*only the sum"),
+    (dict(attack="replacement", attacker_share=0.1, scaffold=True, aggregation="weighted"), r"scaffold=True .*off"),
+    (dict(attack="replacement", attacker_share=0.1, target_item=10**6), r"target_item=1000000 .*-1 .*0\.\."),
+])
+def test_combinations_the_engine_cannot_run_are_refused_before_training(tiny, bad, message):
+    kw = {**FAST, **bad}
+    with pytest.raises(ConfigError, match=message):
+        Simulation(RunConfig(**kw), tiny)
+
+
+def test_attack_and_defense_settings_change_the_key_only_when_they_can_change_the_numbers():
+    base = RunConfig()
+    assert RunConfig(clip_norm=3.0, trim_frac=0.3, attack_boost=2.0).key() == base.key()
+    assert RunConfig(defense="median", clip_norm=3.0).key() == RunConfig(defense="median").key()
+    assert RunConfig(defense="clip", clip_norm=3.0).key() != RunConfig(defense="clip").key()
+    assert RunConfig(attack="replacement", attacker_share=0.1).key() != base.key()
+
+
+def test_flower_refuses_the_backdoor_and_the_defenses():
+    for bad in (dict(attack="replacement", attacker_share=0.1), dict(defense="clip")):
+        with pytest.raises(ValueError, match="is not available over Flower"):
+            check_supported(RunConfig(**bad))
