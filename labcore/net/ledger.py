@@ -8,7 +8,9 @@ The wire format's length depends only on a part's name, kind, dtype and shape
 (tests/test_engine_scale.py checks this for every kind), so by default one
 message per distinct row length of a part is serialized and its measured size
 counted for every client with that length: a full-participation round costs a
-few serializations, not one per client. Kinds whose length depends on the
+few serializations, not one per client; a length measured once is remembered
+for the rest of the run (a dense payload, e.g. SCAFFOLD's two, is serialized
+once a run, not every round). Kinds whose length depends on the
 content (`CONTENT_SIZED_KINDS`: ciphertexts) are serialized one by one, and
 `Ledger(every_message=True)` serializes every message as before.
 """
@@ -41,6 +43,7 @@ class Ledger:
     def __init__(self, rows: list[dict] | None = None, every_message: bool = False):
         self.rows: list[dict] = list(rows or [])
         self.every_message = every_message
+        self._measured: dict[tuple, tuple[int, int]] = {}  # (part's name, kind, dtype, bits, length) -> bytes, bits
 
     @staticmethod
     def _each(w) -> tuple[np.ndarray, int]:
@@ -51,17 +54,20 @@ class Ledger:
             bits += part.bits
         return np.asarray(sizes, dtype=np.int64), bits
 
-    @staticmethod
-    def _by_length(w) -> tuple[np.ndarray, int]:
-        """One serialized message per distinct row length; every row of that length has its size."""
+    def _by_length(self, w) -> tuple[np.ndarray, int]:
+        """One serialized message per distinct row length (once a run); every row of that length has its size."""
         M = _n_rows(w)
         lengths = np.asarray(w.lengths, dtype=np.int64) if w.lengths is not None else np.zeros(M, np.int64)
         uniq, first, inverse = np.unique(lengths, return_index=True, return_inverse=True)
         sizes, bits = np.zeros(len(uniq), np.int64), 0
         for j, m in enumerate(first):
-            part = wire_part(w.name, w.kind, w.row(int(m)), w.bits_per_value)
-            sizes[j] = len(serialize_part(part))
-            bits += part.bits * int((inverse == j).sum())
+            key = (w.name, w.kind, str(w.dtype), w.bits_per_value, int(uniq[j]) if w.lengths is not None else -1,
+                   int(w.shape[1]))
+            if key not in self._measured:
+                part = wire_part(w.name, w.kind, w.row(int(m)), w.bits_per_value)
+                self._measured[key] = (len(serialize_part(part)), part.bits)
+            sizes[j] = self._measured[key][0]
+            bits += self._measured[key][1] * int((inverse == j).sum())
         return sizes[inverse.reshape(-1)], bits
 
     def record(self, round_idx: int, direction: str, wires, receivers: int = 1) -> np.ndarray:
