@@ -339,8 +339,33 @@ class SecureMod:
                            extrap or n_agg_all != n_agg_real, check, len(real), down=down, view=view)
 
     # --- secure aggregation by pairwise masks ---------------------------------
+    def _unmasked(self, t, total, masked, flat, w, real, n_parties, names, sizes_n, ledger):
+        """Check the real unmasked sum (bit for bit against the sum of the encodings), add the other clients' part in
+        plaintext, split the sum by segment, and record the survivors' masked vectors. Returns (sums, check error,
+        uplink bytes per client)."""
+        from ..privacy.secagg import SecureAggregationError
+
+        codec, M = self.codec, len(flat)
+        ring = np.zeros(total.size, np.uint64)
+        for m in real:
+            ring = codec.add(ring, codec.encode(w[m] * flat[m], n_parties))
+        if not np.array_equal(codec.decode(ring), total):
+            raise SecureAggregationError(f"round {t}: unmasked sum differs from the sum of the encodings")
+        check = _rel_err(total, sum(w[m] * flat[m] for m in real))
+        others = [m for m in range(M) if m not in set(np.asarray(real).tolist())]
+        S = total + sum((w[m] * flat[m] for m in others), np.zeros_like(total))
+        sums, off = {}, 0
+        for n, size in zip(names, sizes_n):
+            sums[n] = S[off: off + size]
+            off += size
+        # bytes: a masked vector is n uint64 words for every client (measured on a real one)
+        part = "+".join(names)
+        one = codec.wire_bytes(next(iter(masked.values())))
+        wire = np.full(M, _measured(part, "ciphertext", one), np.int64)
+        return sums, check, _record(ledger, t, "up", part, "ciphertext", wire)
+
     def _secagg(self, t, segs, w, real, k, ledger) -> SecureRound:
-        from ..privacy.secagg import DH_PUBLIC_BYTES, SecureAggregationError, secure_aggregate
+        from ..privacy.secagg import DH_PUBLIC_BYTES, secure_aggregate
 
         M, codec = len(segs), self.codec
         names = list(segs[0])  # same layout for every client
@@ -348,24 +373,7 @@ class SecureMod:
         sizes_n = [segs[0][n].size for n in names]
         X = np.stack([flat[m] for m in real])
         total, rep = secure_aggregate(X, w[real], codec=codec, round_id=t, threshold=len(real))
-        # exactness: the unmasked ring sum must be the sum of the encodings, bit for bit
-        ring = np.zeros(X.shape[1], np.uint64)
-        for i, m in enumerate(real):
-            ring = codec.add(ring, codec.encode(w[m] * X[i], len(real)))
-        if not np.array_equal(codec.decode(ring), total):
-            raise SecureAggregationError(f"round {t}: unmasked sum differs from the sum of the encodings")
-        check = _rel_err(total, sum(w[m] * flat[m] for m in real))
-        others = [m for m in range(M) if m not in set(real.tolist())]
-        rest = sum((w[m] * flat[m] for m in others), np.zeros_like(total))
-        S = total + rest
-        sums, off = {}, 0
-        for n, size in zip(names, sizes_n):
-            sums[n] = S[off: off + size]
-            off += size
-        # bytes: a masked vector is n uint64 words for every client (measured on the real ones)
-        part = "+".join(names)
-        wire = np.full(M, _measured(part, "ciphertext", codec.wire_bytes(rep.masked[0])), np.int64)
-        up_bytes = _record(ledger, t, "up", part, "ciphertext", wire)
+        sums, check, up_bytes = self._unmasked(t, total, rep.masked, flat, w, real, len(real), names, sizes_n, ledger)
         up_bytes = up_bytes + _record(ledger, t, "up", "secagg.public_key", "meta", np.full(M, DH_PUBLIC_BYTES))
         down = [("secagg.public_keys", "meta", (M - 1) * DH_PUBLIC_BYTES)]  # the server relays the others' keys
         # times: key agreement is one key generation + (M - 1) agreements per client, masking (M - 1) masks
@@ -389,7 +397,7 @@ class SecureMod:
         from the seeds the survivors reveal. The threshold was checked on the whole cohort before the round
         (`dropout.check_survivors`); the real subset uses the same share, lowered to its survivors if rounding
         would leave it short."""
-        from ..privacy.secagg import DH_PUBLIC_BYTES, SecureAggregationError, secure_aggregate
+        from ..privacy.secagg import DH_PUBLIC_BYTES, secure_aggregate
         from .dropout import threshold
 
         M, D, codec = len(segs), n_dropped, self.codec
@@ -408,23 +416,9 @@ class SecureMod:
         w_real = np.concatenate([w[real], np.zeros(R_d)])
         total, rep = secure_aggregate(X, w_real, dropped=range(R_s, n_real), codec=codec, round_id=t,
                                       threshold=min(threshold(n_real, self.cfg.secagg_threshold), R_s))
-        ring = np.zeros(X.shape[1], np.uint64)
-        for i, m in enumerate(real):
-            ring = codec.add(ring, codec.encode(w[m] * X[i], n_real))
-        if not np.array_equal(codec.decode(ring), total):
-            raise SecureAggregationError(f"round {t}: recovered sum differs from the survivors' encodings")
-        check = _rel_err(total, sum(w[m] * flat[m] for m in real))
-        others = [m for m in range(M) if m not in set(real.tolist())]
-        S = total + sum((w[m] * flat[m] for m in others), np.zeros_like(total))
-        sums, off = {}, 0
-        for n, size in zip(names, sizes_n):
-            sums[n] = S[off: off + size]
-            off += size
-        # bytes: masked vectors from the survivors, public keys from every sampled client, and each survivor's
-        # revealed seeds (one per dropped client; size measured on the real reveals)
-        part = "+".join(names)
-        wire = np.full(M, _measured(part, "ciphertext", codec.wire_bytes(rep.masked[0])), np.int64)
-        up_bytes = _record(ledger, t, "up", part, "ciphertext", wire)
+        # the survivors' masked vectors; public keys from every sampled client, and each survivor's revealed seeds
+        # (one per dropped client; size measured on the real reveals)
+        sums, check, up_bytes = self._unmasked(t, total, rep.masked, flat, w, real, n_real, names, sizes_n, ledger)
         keys = _record(ledger, t, "up", "secagg.public_key", "meta", np.full(n_all, DH_PUBLIC_BYTES))
         up_bytes = up_bytes + keys[:M]
         seed_bytes = rep.revealed_seed_bytes // (R_s * R_d)
