@@ -225,3 +225,16 @@ def test_fair_table_chart_puts_each_paper_diamond_on_its_bar_with_a_legend_entry
     assert len(diamonds[0].x) == 5  # ... Central (no bar of ours) stands alone
     assert bars["FedAvg"].x[0] == 0  # a category's bars are centred on it (FedAvg alone at '-')
     assert any(t.type == "scatter" and t.mode == "text" and list(t.text) == ["N/A"] for t in fig.data)  # the scheme that cannot run
+
+
+def test_dropout_attack_and_defense_travel_in_the_link():
+    q = {"method": "fedmf", "attack": "replacement", "attacker_share": "0.05", "defense": "median", "dropout": "0.2",
+         "encryption": "secagg", "secagg_threshold": "0.3"}
+    p = parse(q, EXPLORER)
+    assert not p.warnings
+    c = p.cfg
+    assert (c.attack, c.attacker_share, c.defense, c.dropout, c.secagg_threshold) == ("replacement", 0.05, "median",
+                                                                                      0.2, 0.3)
+    assert parse(encode(c, EXPLORER, {}, ()), EXPLORER).cfg == c
+    bad = parse({**q, "attacker_share": "0.9"}, EXPLORER)  # outside the config's range: reported, default kept
+    assert bad.warnings and bad.cfg.attacker_share == EXPLORER.base.attacker_share

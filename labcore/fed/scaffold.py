@@ -25,22 +25,24 @@ import torch
 from numba import njit
 
 from ..methods.base import Wire
-from .aggregate import rows_weighted_sum
 from .local_train import RowUpdate
 
 _NO_ITEMS = np.zeros(0, dtype=np.int64)
 
 
 @njit(cache=True)
-def _add_scaled_rows(out, item, values, ptr, scale):
-    """out[item[j]] += values[j] * scale[m] for client m's rows ptr[m]:ptr[m + 1] (each product rounded, then
-    added: the same bits as adding the scaled rows one by one)."""
+def _two_sums(agg, change, item, values, ptr, w_agg, w_change):
+    """agg[item[j]] += values[j] * w_agg[m] and change[item[j]] += values[j] * w_change[m] for client m's rows
+    ptr[m]:ptr[m + 1], in one pass over the rows (each product rounded, then added: each target gets the bits of
+    adding its scaled rows one by one, as `aggregate.rows_weighted_sum` does)."""
     for m in range(ptr.shape[0] - 1):
-        s = scale[m]
+        a, b = w_agg[m], w_change[m]
         for j in range(ptr[m], ptr[m + 1]):
             i = item[j]
             for c in range(values.shape[1]):
-                out[i, c] += values[j, c] * s
+                v = values[j, c]
+                agg[i, c] += v * a
+                change[i, c] += v * b
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,15 +103,13 @@ class ControlVariates:
         c_old = self.c
         w = weights.to(torch.float64).numpy()
 
-        # sum_i w_i (y_i - x) = sum_i w_i G_i + lr sum_i w_i K_i c_i - lr (sum_i w_i K_i) c
-        agg = rows_weighted_sum(rows, weights).numpy()
-        _add_scaled_rows(agg, old_item, old_val, old_ptr, (lr * w * K).astype(np.float32))
+        # sum_i w_i (y_i - x) = sum_i w_i G_i + lr sum_i w_i K_i c_i - lr (sum_i w_i K_i) c, and
+        # c <- c + (1 / n_users) sum_i (c_i+ - c_i): one pass over the new rows G, one over the old variates
+        agg, change = np.zeros((N, d), np.float32), np.zeros((N, d), np.float32)
+        _two_sums(agg, change, item, G, ptr, weights.to(torch.float32).numpy(), to_variate)
+        _two_sums(agg, change, old_item, old_val, old_ptr, (lr * w * K).astype(np.float32),
+                  np.full(M, -1.0, np.float32))
         agg -= np.float32(lr * float((w * K).sum())) * c_old.numpy()
-
-        # c <- c + (1 / n_users) sum_i (c_i+ - c_i)
-        change = np.zeros((N, d), np.float32)
-        _add_scaled_rows(change, item, G, ptr, to_variate)
-        _add_scaled_rows(change, old_item, old_val, old_ptr, np.full(M, -1.0, np.float32))
         self.c = c_old + torch.from_numpy(change) / self.n_users
 
         def dense_rows(it, val, m_ptr, m, scale=np.float32(1.0)):
