@@ -309,8 +309,8 @@ def check_robust(c: RunConfig, n_items: int | None = None) -> None:
     if c.method != "fedmf":
         fail(*which, f"runs with method='fedmf' only (got method={c.method!r}): the attack and the defenses act on "
                      "each client's item-table update")
-    if c.encryption != "none":
-        fail("encryption", c.encryption, f"must be 'none' with {which[0]}={which[1]!r}: under encryption or secure "
+    if c.encryption != "none" and c.defense != "none":  # an attack under encryption is allowed: it hides there
+        fail("encryption", c.encryption, f"must be 'none' with defense={c.defense!r}: under encryption or secure "
                                          "aggregation the server sees only the sum, not each client's update")
     for name, value in (("scaffold", c.scaffold), ("qffl_q", c.qffl_q)):
         if value:

@@ -177,6 +177,15 @@ def test_combinations_the_engine_cannot_run_are_refused_before_training(tiny, ba
         Simulation(RunConfig(**kw), tiny)
 
 
+def test_the_attack_runs_under_secure_aggregation_which_hides_it_from_the_server(tiny):
+    kw = dict(attack="replacement", attacker_share=0.2, aggregation="weighted", **FAST)
+    plain, masked = Simulation(RunConfig(**kw), tiny), Simulation(RunConfig(encryption="secagg", **kw), tiny)
+    for _ in range(2):
+        a, b = plain.step(), masked.step()
+    assert a["attackers"] == b["attackers"] > 0
+    assert float((plain.Q - masked.Q).abs().max()) < 1e-5  # the same boosted sum, now masked
+
+
 def test_attack_and_defense_settings_change_the_key_only_when_they_can_change_the_numbers():
     base = RunConfig()
     assert RunConfig(clip_norm=3.0, trim_frac=0.3, attack_boost=2.0).key() == base.key()
