@@ -25,6 +25,7 @@ SERVER_OPTIMIZERS = ("fedavg", "fedavgm", "fedadam", "fedyogi")  # labcore.fed.s
 STRAGGLER_POLICIES = ("auto", "drop", "keep")  # labcore.fed.stragglers
 ATTACKS = ("none", "replacement")  # labcore.fed.robust
 DEFENSES = ("none", "clip", "median", "trimmed")
+PERSONALIZATIONS = ("none", "ditto")  # labcore.fed.personal
 # Which methods each protection supports (why the others cannot: labcore.fed.secure).
 ENCRYPTION_METHODS = {"none": METHODS, "ckks": ("fedmf", "colr", "scolr"), "secagg": ("fedmf", "colr", "scolr"),
                       "paillier": ("topk",)}
@@ -91,6 +92,9 @@ class RunConfig(TypedConfig):
     clip_norm: float = 1.0
     dp_noise: float = 0.0  # clip: Gaussian noise of std dp_noise x clip_norm / M on the aggregate
     trim_frac: float = 0.2  # trimmed: share cut at each end of each item's clients
+    # personalization (labcore.fed.personal; FedMF): every user also trains a personal model on its device
+    personalization: str = "none"  # none, ditto
+    ditto_lambda: float = 0.1  # Ditto's pull of the personal item table toward the global one
     # evaluation
     eval_every: int = 20
     rank_every: int = 10  # effective rank of client updates every k rounds (0 = never)
@@ -130,6 +134,7 @@ class RunConfig(TypedConfig):
         skip += ("straggler_policy",) if not self.stragglers else ()  # no straggler: no policy applies
         skip += ("secagg_threshold",) if not self.dropout else ()  # everyone uploads: any threshold is met
         skip += _unused_robust_fields(self.attack, self.defense)
+        skip += ("ditto_lambda",) if self.personalization == "none" else ()
         skip += tuple(k for k, v in _KEY_FROM_NON_DEFAULT.items() if getattr(self, k) == v)
         # a channel budget acts on quantized levels only: over a float32 link it cannot change the numbers
         skip += tuple(f"{d}_link_budget" for d in ("up", "down") if not getattr(self, f"{d}_bits"))
@@ -150,6 +155,8 @@ class RunConfig(TypedConfig):
             label += f" q-FFL q={self.qffl_q:g}"
         if self.dropout:
             label += f" dropout {self.dropout:g}"
+        if self.personalization == "ditto":
+            label += f" Ditto lambda={self.ditto_lambda:g}"
         return label
 
     def drops_stragglers(self) -> bool:
@@ -172,7 +179,8 @@ _KEY_FROM_NON_DEFAULT = {"data_skew": 1.0, "client_schedule": "uniform", "up_lin
                          "qffl_q": 0.0, "qffl_lipschitz": 0.0, "stragglers": 0.0,
                          "straggler_policy": "auto", "dropout": 0.0, "secagg_threshold": 0.5, "attack": "none",
                          "attacker_share": 0.0, "attack_boost": 0.0, "target_item": -1, "defense": "none",
-                         "clip_norm": 1.0, "dp_noise": 0.0, "trim_frac": 0.2}
+                         "clip_norm": 1.0, "dp_noise": 0.0, "trim_frac": 0.2, "personalization": "none",
+                         "ditto_lambda": 0.1}
 # the server optimizer's settings that cannot change a run under it (kept out of its cache key)
 _UNUSED_SERVER_FIELDS = {"fedavg": ("server_momentum", "server_beta1", "server_beta2", "server_tau"),
                          "fedavgm": ("server_beta1", "server_beta2", "server_tau"), "fedadam": ("server_momentum",),
@@ -214,12 +222,12 @@ _RANGES = {
 }
 _POSITIVE = ("lr", "bw_down", "bw_up", "server_lr", "server_tau", "clip_norm")
 _NONNEGATIVE = ("weight_decay", "r_comp", "c_comp", "sec_per_sample", "sec_per_value", "prox_mu",
-                "qffl_q", "qffl_lipschitz", "attack_boost", "dp_noise")
+                "qffl_q", "qffl_lipschitz", "attack_boost", "dp_noise", "ditto_lambda")
 _CHOICES = {
     "method": METHODS, "dataset": DATASETS, "synthetic_size": SYNTHETIC_SIZES, "b_init": B_INITS,
     "aggregation": AGGREGATIONS, "comp_time": COMP_TIME_MODES, "client_schedule": CLIENT_SCHEDULES,
     "server_optimizer": SERVER_OPTIMIZERS, "straggler_policy": STRAGGLER_POLICIES, "attack": ATTACKS,
-    "defense": DEFENSES,
+    "defense": DEFENSES, "personalization": PERSONALIZATIONS,
 }
 
 
@@ -317,6 +325,26 @@ def check_robust(c: RunConfig, n_items: int | None = None) -> None:
             fail(name, value, f"must be off with {which[0]}={which[1]!r} (SCAFFOLD and q-FFL aggregate their own way)")
     if n_items is not None and c.target_item >= n_items:
         fail("target_item", c.target_item, f"allowed range is -1 (the least popular item) or 0..{n_items - 1}")
+
+
+def check_personal(c: RunConfig, n_users: int, n_items: int) -> None:
+    """Ditto on the engine: FedMF, a pull below 1 per step, and every user's personal table in memory."""
+    if c.personalization == "none":
+        return
+    from .fed.personal import PERSONAL_LIMIT, table_bytes
+
+    if c.method != "fedmf":
+        fail("personalization", c.personalization, f"runs with method='fedmf' only (got method={c.method!r}): each "
+                                                   "user keeps a personal copy of the whole item table")
+    if c.lr * c.ditto_lambda >= 1:
+        fail("ditto_lambda", c.ditto_lambda, f"must be below {1 / c.lr:.4g} with lr={c.lr:g}: every personal step "
+                                             "pulls the table toward the global one by lr x lambda of the gap")
+    need = table_bytes(n_users, n_items, c.dim)
+    if need > PERSONAL_LIMIT:
+        fail("personalization", c.personalization, f"needs every user's personal table in memory: {n_users:,} users x "
+                                                   f"{n_items:,} items x d={c.dim} = {need / 2**30:.1f} GiB, above "
+                                                   f"{PERSONAL_LIMIT / 2**30:.0f} GiB; use a smaller data set "
+                                                   "(ml-100k, synthetic) or a smaller dim")
 
 
 def _validate_encryption(c: RunConfig) -> None:

@@ -12,7 +12,8 @@ from .results import Result
 MB = 2 ** 20  # bytes are drawn in KB / MB (2^10 / 2^20 bytes), the unit on the axis, never Plotly's "1.4B"
 X_LABELS = {"round": "round", "cum_bytes": "cumulative traffic, MB (up + down, all clients)",
             "wallclock": "simulated wall-clock (s)"}
-Y_LABELS = {"hr": "HR@10", "ndcg": "NDCG@10", "loss": "training loss", "backdoor_success": "backdoor success"}
+Y_LABELS = {"hr": "HR@10", "ndcg": "NDCG@10", "loss": "training loss", "backdoor_success": "backdoor success",
+            "hr_personal": "HR@10, personal models"}
 
 
 def _template() -> str:

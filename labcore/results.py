@@ -24,7 +24,9 @@ ROUND_COLUMNS = ("round", "loss", "hr", "ndcg", "bytes_up", "bytes_down", "bytes
                  "clients_dropped",
                  # with attack: malicious clients in the round; on evaluation rounds the share of users with the
                  # target item in their top 10 (NaN without attack)
-                 "attackers", "backdoor_success")
+                 "attackers", "backdoor_success",
+                 # Ditto: HR@10 / NDCG@10 with every user's personal model (evaluation rounds; NaN without)
+                 "hr_personal", "ndcg_personal")
 
 
 @dataclass(eq=False)

@@ -185,3 +185,13 @@ def test_backdoor_exercises_judge_the_boost_and_run_the_defenses():
     assert ex.check_replacement_boost(10, attackers_weight=0.1).ok
     t = ex.backdoor_runs(("none", "clip"), rounds=4).set_index("defense")
     assert t.loc["none", "backdoor success"] > t.loc["clip", "backdoor success"]
+
+
+def test_ditto_exercises_judge_the_pull_and_compare_personal_and_global_models():
+    """Section 9: the lambda that erases an untouched row's gap, and the small run's two HR@10."""
+    assert ex.check_ditto_full_pull(...).ok is None
+    assert ex.check_ditto_full_pull(2).ok and not ex.check_ditto_full_pull(0.5).ok
+    assert ex.check_ditto_full_pull(10, lr=0.1).ok
+    t = ex.ditto_quality((0.01, 1.0), rounds=3)
+    assert len(t) == 2 and t["global HR@10"].nunique() == 1  # Ditto leaves the global model as FedAvg's
+    assert t["personal HR@10"].between(0, 1).all()

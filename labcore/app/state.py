@@ -26,8 +26,8 @@ from fractions import Fraction
 from typing import Any, Mapping
 
 from ..config import (ATTACKS, B_INITS, CLIENT_SCHEDULES, DATASETS, DEFENSES, ENCRYPTIONS, FIELD_NAMES, METHODS,
-                      SERVER_OPTIMIZERS, STRAGGLER_POLICIES, SYNTHETIC_SIZES, ConfigError, RunConfig, coerce_field,
-                      from_dict)
+                      PERSONALIZATIONS, SERVER_OPTIMIZERS, STRAGGLER_POLICIES, SYNTHETIC_SIZES, ConfigError,
+                      RunConfig, coerce_field, from_dict)
 
 # Query parameters Streamlit itself uses; never reported as unknown.
 STREAMLIT_PARAMS = ("embed", "embed_options")
@@ -235,6 +235,13 @@ def _explorer_controls() -> tuple[Control, ...]:
                 0.01, show_if=("defense", ("clip",))),
         Control("trim_frac", "trimmed share at each end", "slider", "attack", (), 0.0, 0.45, 0.05,
                 show_if=("defense", ("trimmed",))),
+        Control("personalization", "personal models", "select", "algorithm", PERSONALIZATIONS,
+                help="ditto: every user also trains its own item table and user vector, pulled toward the global "
+                     "table (HR@10 of the personal models: the 'personal' metric); FedMF, data sets whose users' "
+                     "tables fit in memory (ML-100K, synthetic)", show_if=("method", ("fedmf",)), hidden_value="none"),
+        Control("ditto_lambda", "Ditto lambda", "number", "algorithm", (), 0.0, 10.0, 0.01,
+                help="the pull toward the global table: 0 = local training alone, large = the global model",
+                show_if=("personalization", ("ditto",))),
         Control("prox_mu", "FedProx mu (0 = FedAvg)", "number", "algorithm", (), 0.0, 10.0, 0.01,
                 help="every local step pulls the client's item-table update toward the round's global table by "
                      "lr x mu of itself (FedProx's proximal term); user vectors stay private and unregularized"),
@@ -280,7 +287,7 @@ COMPARE_BASE = RunConfig(rounds=40, eval_every=10, rank_every=0, dim=32)
 ENCRYPTION_BASE = RunConfig(rounds=1, eval_every=10**6, rank_every=0, clients_per_round=20, encryption="ckks")
 
 Y_METRICS = ("hr", "ndcg", "loss")
-EXPLORER_Y = Y_METRICS + ("backdoor_success",)  # the last only in runs with an attack
+EXPLORER_Y = Y_METRICS + ("hr_personal", "backdoor_success")  # only in runs with Ditto / an attack
 
 EXPLORER = PageSpec("explorer", EXPLORER_BASE, _explorer_controls(),
                     (Option("y", "hr", EXPLORER_Y),))

@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ..config import ConfigError, RunConfig, check_algorithm, check_prox_pull, check_robust
+from ..config import ConfigError, RunConfig, check_algorithm, check_personal, check_prox_pull, check_robust
 from ..data.base import InteractionData
 from ..methods import make_method
 from ..methods.base import Wire
@@ -36,6 +36,7 @@ from . import dropout, robust, server_opt, stragglers
 from .aggregate import aggregate, fedavg_weights
 from .local_train import LocalResult, RowUpdate, Workspace, train_cohort
 from .mods import item_mask_wire, quantize_wires, wire_values
+from .personal import DittoModels, hit_ratio_ndcg_personal
 from .scaffold import ControlVariates
 from .secure import make_secure_mod
 
@@ -172,6 +173,7 @@ def check_fits(cfg: RunConfig, data: InteractionData, layout: str = "rows") -> N
     check_prox_pull(cfg)
     check_algorithm(cfg)
     check_robust(cfg, data.n_items)
+    check_personal(cfg, data.n_users, data.n_items)
     check_memory(cfg, data, layout)
 
 
@@ -230,6 +232,7 @@ class Simulation:
         self.round = 0
         self.secure = make_secure_mod(cfg, data.n_items)  # None unless cfg.encryption is set
         self.variates = ControlVariates(data.n_users, data.n_items, cfg.dim) if cfg.scaffold else None
+        self.personal = DittoModels(self.Q, self.P) if cfg.personalization == "ditto" else None
         self.malicious = robust.attackers(data.n_users, cfg.attacker_share, cfg.seed) if cfg.attack != "none" else None
         self.target = (cfg.target_item if cfg.target_item >= 0
                        else robust.default_target(data.train_items, data.n_items))
@@ -270,6 +273,8 @@ class Simulation:
         else:
             prox = {"prox_mu": cfg.prox_mu} if cfg.prox_mu else {}  # only the trainers that implement FedProx
             local = self.trainer(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, setup.lowrank, **prox)
+        if self.personal is not None:  # Ditto: the personal models' steps on the same batches, pulled toward Q
+            self.personal.train(clients, self.Q, plan, cfg.lr, cfg.weight_decay, cfg.ditto_lambda)
         sec_local = time.perf_counter() - t0
         n_pos, n_steps = plan.n_pos, plan.n_steps
         if not self.keep_view:  # the schedule and the per-sample arrays are done with (150 MiB at Pinterest's
@@ -325,6 +330,9 @@ class Simulation:
         if (t + 1) % cfg.eval_every == 0 or t + 1 == cfg.rounds:
             row["hr"], row["ndcg"] = self.evaluate()
             row.update(self.client_loss_stats())
+            if self.personal is not None:
+                row["hr_personal"], row["ndcg_personal"] = hit_ratio_ndcg_personal(
+                    self.personal.p, self.personal.V, data.test_items, data.test_negatives, cfg.top_k)
             if self.malicious is not None:
                 row["backdoor_success"] = robust.backdoor_success(self.P, self.Q, data.train_indptr, data.train_items,
                                                                   self.target, cfg.top_k)
@@ -413,7 +421,7 @@ class Simulation:
 
     def _times(self, clients, n_pos, up_bytes, down_bytes, sec_local, sec_server, up_wires, he=None) -> dict:
         cfg = self.cfg
-        samples = n_pos * (1 + cfg.num_negatives) * cfg.local_epochs
+        samples = n_pos * (1 + cfg.num_negatives) * cfg.local_epochs * (2 if self.personal is not None else 1)
         if cfg.comp_time == "measured":  # this machine's batched time, shared in proportion to work
             t_sim, t_server = sec_local * samples / samples.sum(), sec_server
         else:  # calibrated constants: reproducible across machines and runs
@@ -451,7 +459,8 @@ class Simulation:
     def state(self) -> dict:
         return {"round": self.round, "Q": self.Q, "P": self.P, "rows": self.rows, "ledger": self.ledger.rows,
                 "key": self.cfg.key(), "server": self.server.state_dict(),
-                "variates": self.variates.state_dict() if self.variates is not None else None}
+                "variates": self.variates.state_dict() if self.variates is not None else None,
+                "personal": self.personal.state_dict() if self.personal is not None else None}
 
     def load_state(self, st: dict) -> None:
         if st.get("key") != self.cfg.key():
@@ -460,6 +469,8 @@ class Simulation:
         self.server.load_state_dict(st.get("server", {}))
         if self.variates is not None:
             self.variates.load_state_dict(st["variates"])
+        if self.personal is not None:
+            self.personal.load_state_dict(st["personal"])
         self.rows, self.ledger = list(st["rows"]), Ledger(st["ledger"])
 
     def result(self, complete: bool) -> Result:

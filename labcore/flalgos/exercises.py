@@ -218,3 +218,32 @@ def check_replacement_boost(answer, attackers_weight: float = 0.04) -> Feedback:
                         f"scaled by their weight {attackers_weight:g}; gamma = 1 / {attackers_weight:g} cancels it "
                         "(model replacement)" if ok else
                     f"{answer} is not it: after the weighted average, what is left of gamma x (goal - row)?")
+
+
+def ditto_quality(lambdas=(0.01, 1.0), rounds: int = 6):
+    """FedMF on the notebook's small engine run with Ditto: the last round's HR@10 of the global model and of the
+    personal models, one row per lambda."""
+    import pandas as pd
+
+    from ..fed.engine import run
+
+    rows = []
+    for lam in lambdas:
+        cfg = engine_config(method="fedmf", aggregation="weighted", personalization="ditto", ditto_lambda=lam,
+                            rounds=rounds, eval_every=rounds)
+        last = run(cfg, progress=False).table.dropna(subset=["hr"]).iloc[-1]
+        rows.append({"lambda": lam, "global HR@10": round(float(last["hr"]), 4),
+                     "personal HR@10": round(float(last["hr_personal"]), 4)})
+    return pd.DataFrame(rows)
+
+
+def check_ditto_full_pull(answer, lr: float = 0.5) -> Feedback:
+    """For which lambda does one personal step erase an untouched row's gap to the global table?"""
+    if missing(answer):
+        return todo(f"a number: the lambda at which lr x lambda = 1 with lr = {lr:g}")
+    lam = 1.0 / lr
+    ok = close(answer, lam, rel=0.01)
+    return Feedback(ok, f"{lam:g}: each step moves a row by lr x lambda of its gap to Q; at 1 it lands on Q (the "
+                        "personal model then forgets itself every step, and beyond it overshoots, so the config "
+                        "refuses lambda >= 1 / lr)" if ok else
+                    f"{answer} is not it: a row no batch touches moves by lr x lambda x (V - Q) per step")

@@ -184,3 +184,16 @@ def engine_backdoor(df: pd.DataFrame, paper=None):
         fig.update_xaxes(title_text="round", row=1, col=col)
     fig.update_yaxes(range=[0, 1.05], tickformat=".0%", row=1, col=1)
     return _layout(fig, _title(df, "A model-replacement backdoor and robust aggregation: FedMF on MovieLens-1M"))
+
+
+def engine_ditto(df: pd.DataFrame, paper=None):
+    """HR@10 against rounds: the global model (one FedAvg curve) and each lambda's personal models."""
+    fig = go.Figure()
+    g = df[df["lambda"] == df["lambda"].iloc[0]]
+    fig.add_trace(go.Scatter(x=g["round"], y=g["hr"], name="global model (FedAvg)", line=dict(color="black", width=3)))
+    for (lam, d), color in zip(df.groupby("lambda", sort=False), px.colors.qualitative.D3):
+        fig.add_trace(go.Scatter(x=d["round"], y=d["hr_personal"], name=f"Ditto personal, lambda {lam:g}",
+                                 line=dict(color=color, dash="dash")))
+    fig.update_xaxes(title_text="round")
+    fig.update_yaxes(title_text="HR@10")
+    return _layout(fig, _title(df, "Ditto's personal models against the global model: FedMF on MovieLens-100K"))

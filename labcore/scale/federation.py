@@ -55,11 +55,12 @@ def check_supported(cfg: RunConfig) -> None:
                          f"{', '.join(FLOWER_ENCRYPTIONS)} (secure aggregation and Paillier run in the lab's engine)")
     for name, plain in (("server_optimizer", "fedavg"), ("server_lr", 1.0), ("prox_mu", 0.0), ("scaffold", False),
                         ("qffl_q", 0.0), ("stragglers", 0.0), ("dropout", 0.0), ("attack", "none"),
-                        ("defense", "none")):
+                        ("defense", "none"), ("personalization", "none")):
         if getattr(cfg, name) != plain:
             raise ValueError(f"{name}={getattr(cfg, name)!r} is not available over Flower: allowed value is "
                              f"{plain!r} (FedAvg with every sampled client; FedProx, SCAFFOLD, q-FFL, the server "
-                             "optimizers, stragglers, dropout, the backdoor and the defenses run in the lab's engine)")
+                             "optimizers, stragglers, dropout, the backdoor, the defenses and Ditto run in the lab's "
+                             "engine)")
 
 
 def partition(n_users: int, nodes: int) -> list[np.ndarray]:

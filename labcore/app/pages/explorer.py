@@ -30,6 +30,7 @@ def render() -> None:
     top = st.columns([3, 2])
     y = controls.option(SPEC, vs, "y", "segmented_control", "metric", EXPLORER_Y, where=top[1],
                         format_func={"hr": "HR@10", "ndcg": "NDCG@10", "loss": "training loss",
+                                     "hr_personal": "HR@10, personal models",
                                      "backdoor_success": "backdoor success"}.get)
     if y is None:  # a segmented control can be cleared
         y = vs.options["y"] = "hr"

@@ -1,0 +1,124 @@
+"""Ditto on the core engine: the personal steps against a per-client autograd reference, what stays on the device,
+evaluation with personal models, resume, and the settings it refuses."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from labcore.config import ConfigError, RunConfig, check_personal
+from labcore.fed import sampling as S
+from labcore.fed.engine import Simulation, run
+from labcore.fed.loop_oracle import train_clients_loop
+from labcore.fed.personal import hit_ratio_ndcg_personal, train_personal
+from labcore.metrics import hit_ratio_ndcg
+from labcore.scale.federation import check_supported
+
+FAST = dict(method="fedmf", aggregation="weighted", clients_per_round=8, local_epochs=2, batch_size=16, dim=8,
+            eval_every=3, rounds=6, rank_every=0)
+
+
+def _plan(tiny, m=6):
+    return S.plan_round(tiny, S.NegativeSampler(tiny), np.arange(m), 4, 2, 16, 0, 0)
+
+
+def _tables(tiny, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(tiny.n_items, 8, generator=g) * 0.3, torch.randn(tiny.n_users, 8, generator=g) * 0.3
+
+
+def _reference(V0, p0, Q, plan, lr, wd, lam):
+    """Ditto's personal steps client by client with autograd (the engine's local objective, pulled toward Q)."""
+    items_all = torch.from_numpy(plan.sample_item)
+    labels_all = torch.from_numpy(plan.sample_label).float()
+    Vs, ps = [], []
+    for m in range(plan.n_clients):
+        table, user = torch.nn.Parameter(V0[m].clone()), torch.nn.Parameter(p0[m:m + 1].clone())
+        opt = torch.optim.SGD([table, user], lr=lr)
+        for t in range(int(plan.n_steps[m])):
+            idx = plan.steps[t, m]
+            idx = torch.from_numpy(idx[idx >= 0])
+            items, y = items_all[idx], labels_all[idx]
+            bs = items.shape[0]
+            u = F.embedding(torch.zeros_like(items), user, scale_grad_by_freq=True)
+            e = F.embedding(items, table, scale_grad_by_freq=True)
+            loss = F.binary_cross_entropy_with_logits((u * e).sum(-1), y)
+            reg = wd * ((e ** 2).sum() + (u ** 2).sum()) / bs + lam / 2 * ((table - Q) ** 2).sum() / bs
+            for group in opt.param_groups:
+                group["lr"] = lr * bs
+            opt.zero_grad()
+            (loss + reg).backward()
+            opt.step()
+        Vs.append(table.detach())
+        ps.append(user.detach()[0])
+    return torch.stack(Vs), torch.stack(ps)
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.3])
+def test_from_the_global_model_a_personal_round_is_fedprox_local_training(tiny, lam):
+    Q, P = _tables(tiny)
+    plan = _plan(tiny)
+    ref = train_clients_loop(Q, P[:6], plan, 0.5, 1e-3, None, prox_mu=lam)
+    V, p = train_personal(Q[None].expand(6, -1, -1).clone(), P[:6].clone(), Q, plan, 0.5, 1e-3, lam)
+    assert torch.allclose(V - Q, ref.update, atol=1e-6) and torch.allclose(p, ref.p, atol=1e-6)
+
+
+@pytest.mark.parametrize("lam", [0.3, 1.98])  # 1.98: lr lam = 0.99, the per-client scale is folded back many times
+def test_personal_steps_from_personal_tables_match_a_per_client_reference(tiny, lam):
+    Q, P = _tables(tiny)
+    V0 = Q[None] + 0.2 * torch.randn(6, *Q.shape, generator=torch.Generator().manual_seed(1))
+    plan = _plan(tiny)
+    V, p = train_personal(V0.clone(), P[:6].clone(), Q, plan, 0.5, 1e-3, lam)
+    V_ref, p_ref = _reference(V0, P[:6], Q, plan, 0.5, 1e-3, lam)
+    assert torch.allclose(V, V_ref, atol=2e-6) and torch.allclose(p, p_ref, atol=2e-6)
+    # a row no batch of client 0 touched only feels the pull: its gap to Q shrinks by (1 - lr lam) every step
+    mine = np.unique(plan.sample_item[plan.sample_client == 0])
+    other = np.setdiff1d(np.arange(tiny.n_items), mine)
+    assert len(other)
+    shrink = (1 - 0.5 * lam) ** int(plan.n_steps[0])
+    assert torch.allclose(V[0, other] - Q[other], shrink * (V0[0, other] - Q[other]), atol=1e-6)
+
+
+def test_personal_evaluation_with_every_user_holding_the_global_table_is_the_global_evaluation(tiny):
+    Q, P = _tables(tiny)
+    V = Q[None].expand(tiny.n_users, -1, -1)
+    assert hit_ratio_ndcg_personal(P, V, tiny.test_items, tiny.test_negatives) == pytest.approx(
+        hit_ratio_ndcg(P, Q, tiny.test_items, tiny.test_negatives), abs=1e-12)
+
+
+def test_ditto_leaves_the_global_model_and_the_wire_as_fedavg_and_reports_personal_quality(tiny):
+    plain, ditto = Simulation(RunConfig(**FAST), tiny), Simulation(RunConfig(personalization="ditto", **FAST), tiny)
+    for _ in range(3):
+        a, b = plain.step(), ditto.step()
+    assert torch.equal(plain.Q, ditto.Q) and torch.equal(plain.P, ditto.P)  # the global training is FedAvg's
+    assert plain.ledger.frame().equals(ditto.ledger.frame())  # nothing personal leaves the device
+    assert b["hr"] == a["hr"] and 0.0 <= b["hr_personal"] <= 1.0 and "hr_personal" not in a
+    trained = S.round_clients("uniform", tiny.n_users, 8, 0, 0)
+    assert not torch.equal(ditto.personal.V[trained[0]], ditto.personal.V[np.setdiff1d(np.arange(tiny.n_users),
+                                                                                         trained)[0]])
+
+
+def test_a_stopped_ditto_run_resumes_to_the_same_personal_numbers(tiny, tmp_path):
+    cfg = RunConfig(personalization="ditto", ditto_lambda=0.5, **{**FAST, "rounds": 9})
+    full = run(cfg, data=tiny, use_cache=False, progress=False)
+    stops = iter([False] * 4 + [True])
+    run(cfg, data=tiny, cache_dir=tmp_path, progress=False, should_stop=lambda: next(stops))
+    resumed = run(cfg, data=tiny, cache_dir=tmp_path, progress=False)
+    assert resumed.table["hr_personal"].dropna().tolist() == full.table["hr_personal"].dropna().tolist()
+    assert resumed.table["loss"].tolist() == full.table["loss"].tolist()
+
+
+def test_settings_ditto_cannot_run_with_are_refused_naming_the_field(tiny):
+    with pytest.raises(ConfigError, match=r"personalization='ditto' .*method='fedmf' only"):
+        Simulation(RunConfig(personalization="ditto", **{**FAST, "method": "colr", "rank": 2}), tiny)
+    with pytest.raises(ConfigError, match=r"ditto_lambda=2.0 .*below 2 with lr=0.5"):
+        Simulation(RunConfig(personalization="ditto", ditto_lambda=2.0, **FAST), tiny)
+    with pytest.raises(ConfigError, match=r"personalization='ditto' .*6,040 users x 3,706 items x d=64 = 5.3 GiB"):
+        check_personal(RunConfig(personalization="ditto", method="fedmf", dim=64), 6040, 3706)
+    with pytest.raises(ConfigError, match=r"personalization='pfedme' .*none, ditto"):
+        RunConfig(personalization="pfedme")
+    with pytest.raises(ConfigError, match=r"ditto_lambda=-1.0"):
+        RunConfig(personalization="ditto", ditto_lambda=-1.0)
+    with pytest.raises(ValueError, match="personalization='ditto' is not available over Flower"):
+        check_supported(RunConfig(personalization="ditto"))
+    assert RunConfig(ditto_lambda=0.7).key() == RunConfig().key()
+    assert RunConfig(personalization="ditto", ditto_lambda=0.7).key() != RunConfig(personalization="ditto").key()
