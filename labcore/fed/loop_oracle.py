@@ -26,9 +26,10 @@ from .sampling import (ITEM_DTYPE, SLOT_DTYPE, STREAM_NEGATIVES, STREAM_SHUFFLE,
 
 def train_clients_loop(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,
                        lowrank: LowRank | None = None, prox_mu: float = 0.0,
-                       correction: torch.Tensor | None = None) -> LocalResult:
+                       correction: torch.Tensor | None = None, start: torch.Tensor | None = None) -> LocalResult:
     """correction: SCAFFOLD's c - c_i per client, (M, N, d): every step also moves the whole table by -lr times
-    it (the update returned is then y_i - x, drift included)."""
+    it (the update returned is then y_i - x, drift included). start: each client's own first table (M, N, d)
+    instead of Q (Ditto's personal models; FedProx's pull still goes toward Q, the update is table - Q)."""
     N, d = Q.shape
     items_all = torch.from_numpy(plan.sample_item)
     labels_all = torch.from_numpy(plan.sample_label).to(Q.dtype)
@@ -36,7 +37,7 @@ def train_clients_loop(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: f
     for m in range(plan.n_clients):
         user = torch.nn.Parameter(p0[m : m + 1].clone())
         if lowrank is None:
-            table = torch.nn.Parameter(Q.clone())
+            table = torch.nn.Parameter((Q if start is None else start[m]).clone())
             params = [user, table]
         else:
             A = torch.nn.Parameter(torch.zeros(N, lowrank.B.shape[1], dtype=Q.dtype))

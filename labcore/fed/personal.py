@@ -10,8 +10,8 @@ the loss and its scaling those of the engine's local training (`loop_oracle.trai
 times the batch size, item gradients averaged over an item's samples in the batch, L2 weight decay), the pull over
 the whole table as FedProx's. Nothing personal leaves the device: the ledger is unchanged. With lambda = 0 the
 personal model is local training alone; as lambda grows it approaches the global model. Personalized quality
-(`hr_personal`, `ndcg_personal`): every user ranked with its own (V_u, personal user vector); users never sampled
-hold the initial global model.
+(`hr_personal`, `ndcg_personal`, by `metrics.hit_ratio_ndcg` with every user's own table): every user ranked with
+its own (V_u, personal user vector); users never sampled hold the initial global model.
 
 Vectorized across the cohort: one batch step of all clients is a few tensor operations on (M, B) samples and the
 (M, N, d) personal tables; no Python loop over clients. Every user's table is kept in memory (n_users x items x d
@@ -93,22 +93,3 @@ def train_personal(V: torch.Tensor, p: torch.Tensor, Q: torch.Tensor, plan, lr: 
             D.view(M, N, d)[small] *= s[small].to(V.dtype)[:, None, None]
             s = torch.where(small, torch.ones_like(s), s)
     return Q + s.to(V.dtype)[:, None, None] * D.view(M, N, d), p
-
-
-def hit_ratio_ndcg_personal(P: torch.Tensor, V: torch.Tensor, test_items: np.ndarray, negatives: np.ndarray,
-                            k: int = 10) -> tuple[float, float]:
-    """HR@k and NDCG@k with every user's own item table (`metrics.hit_ratio_ndcg`'s ranking and ties)."""
-    users = np.nonzero(test_items >= 0)[0]
-    if users.size == 0:
-        return float("nan"), float("nan")
-    u = torch.from_numpy(users)
-    pos = torch.from_numpy(test_items[users])
-    neg = torch.from_numpy(negatives[users])
-    valid_neg = neg >= 0
-    pu = P[u]
-    s_pos = (pu * V[u, pos]).sum(-1)
-    s_neg = (pu[:, None, :] * V[u[:, None], neg.clamp(min=0)]).sum(-1)
-    rank = ((s_neg > s_pos[:, None]) & valid_neg).sum(1)
-    hit = rank < k
-    ndcg = torch.where(hit, 1.0 / torch.log2(rank.to(torch.float64) + 2.0), torch.zeros((), dtype=torch.float64))
-    return float(hit.double().mean()), float(ndcg.mean())

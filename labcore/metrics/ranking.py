@@ -10,7 +10,8 @@ def hit_ratio_ndcg(P: torch.Tensor, Q: torch.Tensor, test_items: np.ndarray, neg
     """Mean HR@k and NDCG@k over users that have a test item.
 
     rank = number of negatives scored strictly above the test item (ties count
-    in the test item's favour, as in NCF's evaluation).
+    in the test item's favour, as in NCF's evaluation). Q: the item table (N, d),
+    or every user's own (n_users, N, d) (personal models).
     """
     users = np.nonzero(test_items >= 0)[0]
     if users.size == 0:
@@ -20,8 +21,12 @@ def hit_ratio_ndcg(P: torch.Tensor, Q: torch.Tensor, test_items: np.ndarray, neg
     neg = torch.from_numpy(negatives[users])
     valid_neg = neg >= 0
     pu = P[u]
-    s_pos = (pu * Q[pos]).sum(-1)
-    s_neg = (pu[:, None, :] * Q[neg.clamp(min=0)]).sum(-1)
+    if Q.dim() == 3:
+        s_pos = (pu * Q[u, pos]).sum(-1)
+        s_neg = (pu[:, None, :] * Q[u[:, None], neg.clamp(min=0)]).sum(-1)
+    else:
+        s_pos = (pu * Q[pos]).sum(-1)
+        s_neg = (pu[:, None, :] * Q[neg.clamp(min=0)]).sum(-1)
     rank = ((s_neg > s_pos[:, None]) & valid_neg).sum(1)
     hit = rank < k
     ndcg = torch.where(hit, 1.0 / torch.log2(rank.to(torch.float64) + 2.0), torch.zeros((), dtype=torch.float64))
