@@ -246,6 +246,12 @@ def test_encryption_cost_explorer_answers_and_reacts_to_degree_and_rank():
     assert at.query_params["ckks_degree"] == "16384"
 
 
+def test_the_encryption_attack_warns_on_settings_carried_in_that_rule_its_runs_out():
+    # q-FFL set on the Explorer, then this page with its per-item mean: the attack's runs cannot start
+    at = app({"dim": "8", "clients_per_round": "10", "method": "fedmf", "qffl_q": "1"}, page="encryption")
+    assert any("qffl_q=1" in w.value and "aggregation='item_mean'" in w.value for w in at.warning)
+
+
 def test_encryption_attack_leaks_in_clear_and_not_under_ckks():
     at = app({"dim": "8", "clients_per_round": "10"}, page="encryption")  # small: tiny's base rate is ~0.5
     table = at.dataframe[-1].value

@@ -7,6 +7,7 @@ import streamlit as st
 from labcore import plots
 from labcore.config import ConfigError
 from labcore.methods.compress import topk_count
+from labcore.privacy.secagg import SecureAggregationError
 from labcore.app import controls, notices, runs
 from labcore.app.state import ENCRYPTION as SPEC
 
@@ -140,7 +141,11 @@ def _attack(cfg, vs) -> None:
         return
     real = ATTACKED if cfg.encryption != "none" else None
     runs_ = [plain] if cfg.encryption == "none" else [plain, cfg]
-    out = [runs.curious_server(c, rounds, real if c.encryption != "none" else None) for c in runs_]
+    try:  # settings carried in from another page (an algorithm, a defense) can rule the attack's runs out
+        out = [runs.curious_server(c, rounds, real if c.encryption != "none" else None) for c in runs_]
+    except (ConfigError, SecureAggregationError) as e:
+        st.warning(str(e))
+        return
     if len(out) == 2:  # like with like: the plain run attacked on the very clients attacked under encryption
         out[0] = same_clients(out[0], out[1])
     from labcore.privacy.server_attack import attack_summary
