@@ -10,6 +10,7 @@ same numbers as an uninterrupted one.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
 import math
 import os
@@ -387,8 +388,6 @@ class Simulation:
     def _plant(self, local: LocalResult, clients: np.ndarray, n_pos: np.ndarray) -> LocalResult:
         """Model replacement: each attacker of the cohort sends gamma (target row - its current row) for the target
         item, gamma the inverse of the attackers' share of its aggregated row (or attack_boost)."""
-        import dataclasses
-
         bad = np.flatnonzero(self.malicious[clients])
         if not len(bad):
             return local
