@@ -23,9 +23,9 @@ CLIENT_SCHEDULES = ("uniform", "rotating")  # labcore.fed.sampling.round_clients
 ENCRYPTIONS = ("none", "ckks", "secagg", "paillier")  # labcore.fed.secure implements each
 SERVER_OPTIMIZERS = ("fedavg", "fedavgm", "fedadam", "fedyogi")  # labcore.fed.server_opt implements each
 STRAGGLER_POLICIES = ("auto", "drop", "keep")  # labcore.fed.stragglers
-ATTACKS = ("none", "replacement")  # labcore.fed.robust
-DEFENSES = ("none", "clip", "median", "trimmed")
-PERSONALIZATIONS = ("none", "ditto")  # labcore.fed.personal
+ATTACKS = ("none", "replacement", "dba")  # labcore.fed.robust
+DEFENSES = ("none", "clip", "median", "trimmed", "krum")
+PERSONALIZATIONS = ("none", "ditto", "apfl", "pfedme", "perfedavg")  # labcore.fed.personal, fed.meta_train
 # Which methods each protection supports (why the others cannot: labcore.fed.secure).
 ENCRYPTION_METHODS = {"none": METHODS, "ckks": ("fedmf", "colr", "scolr"), "secagg": ("fedmf", "colr", "scolr"),
                       "paillier": ("topk",)}
@@ -84,17 +84,23 @@ class RunConfig(TypedConfig):
     # (labcore.fed.dropout) each sampled client's chance to drop out after the downlink, before its upload
     dropout: float = 0.0
     # a model-replacement backdoor and robust aggregation (labcore.fed.robust; FedMF)
-    attack: str = "none"  # none, replacement: malicious users push target_item into everyone's top 10
+    attack: str = "none"  # none, replacement, dba: malicious users push target_item into everyone's top 10
     attacker_share: float = 0.0  # share of the users that are malicious (a fixed set drawn from the seed)
     attack_boost: float = 0.0  # the attackers' scale; 0 = the inverse of their share of the average (replacement)
     target_item: int = -1  # -1 = the least popular item with training data
-    defense: str = "none"  # none, clip (norm clipping, + dp_noise), median, trimmed (per item, over its clients)
+    dba_parts: int = 4  # dba: the attackers form this many groups, each planting one block of the target row
+    defense: str = "none"  # none, clip (norm clipping, + dp_noise), median, trimmed (per item), krum (multi-Krum)
     clip_norm: float = 1.0
     dp_noise: float = 0.0  # clip: Gaussian noise of std dp_noise x clip_norm / M on the aggregate
     trim_frac: float = 0.2  # trimmed: share cut at each end of each item's clients
+    krum_f: int = 1  # krum: attackers tolerated per round; keeps the M - f clients of lowest Krum score
     # personalization (labcore.fed.personal; FedMF): every user also trains a personal model on its device
-    personalization: str = "none"  # none, ditto
+    personalization: str = "none"  # none, ditto, apfl, pfedme, perfedavg
     ditto_lambda: float = 0.1  # Ditto's pull of the personal item table toward the global one
+    apfl_alpha: float = 0.5  # APFL: the personal table's share of the mixed model alpha V_u + (1 - alpha) Q
+    pfedme_lambda: float = 1.0  # pFedMe: the pull between the personal model theta and the local model w
+    pfedme_steps: int = 5  # pFedMe: K, the personal model's steps on each batch
+    perfedavg_alpha: float = 0.5  # Per-FedAvg: the inner (personalization) step size; the outer one is lr
     # evaluation
     eval_every: int = 20
     rank_every: int = 10  # effective rank of client updates every k rounds (0 = never)
@@ -134,7 +140,7 @@ class RunConfig(TypedConfig):
         skip += ("straggler_policy",) if not self.stragglers else ()  # no straggler: no policy applies
         skip += ("secagg_threshold",) if not self.dropout else ()  # everyone uploads: any threshold is met
         skip += _unused_robust_fields(self.attack, self.defense)
-        skip += ("ditto_lambda",) if self.personalization == "none" else ()
+        skip += tuple(f for f, on in _PERSONAL_FIELDS if self.personalization != on)
         skip += tuple(k for k, v in _KEY_FROM_NON_DEFAULT.items() if getattr(self, k) == v)
         # a channel budget acts on quantized levels only: over a float32 link it cannot change the numbers
         skip += tuple(f"{d}_link_budget" for d in ("up", "down") if not getattr(self, f"{d}_bits"))
@@ -157,6 +163,12 @@ class RunConfig(TypedConfig):
             label += f" dropout {self.dropout:g}"
         if self.personalization == "ditto":
             label += f" Ditto lambda={self.ditto_lambda:g}"
+        if self.personalization == "apfl":
+            label += f" APFL alpha={self.apfl_alpha:g}"
+        if self.personalization == "pfedme":
+            label += f" pFedMe lambda={self.pfedme_lambda:g} K={self.pfedme_steps}"
+        if self.personalization == "perfedavg":
+            label += f" Per-FedAvg alpha={self.perfedavg_alpha:g}"
         return label
 
     def drops_stragglers(self) -> bool:
@@ -180,7 +192,11 @@ _KEY_FROM_NON_DEFAULT = {"data_skew": 1.0, "client_schedule": "uniform", "up_lin
                          "straggler_policy": "auto", "dropout": 0.0, "secagg_threshold": 0.5, "attack": "none",
                          "attacker_share": 0.0, "attack_boost": 0.0, "target_item": -1, "defense": "none",
                          "clip_norm": 1.0, "dp_noise": 0.0, "trim_frac": 0.2, "personalization": "none",
-                         "ditto_lambda": 0.1}
+                         "ditto_lambda": 0.1, "dba_parts": 4, "krum_f": 1, "apfl_alpha": 0.5, "pfedme_lambda": 1.0,
+                         "pfedme_steps": 5, "perfedavg_alpha": 0.5}
+# each personalization's own settings (out of the key under the others)
+_PERSONAL_FIELDS = (("ditto_lambda", "ditto"), ("apfl_alpha", "apfl"), ("pfedme_lambda", "pfedme"),
+                    ("pfedme_steps", "pfedme"), ("perfedavg_alpha", "perfedavg"))
 # the server optimizer's settings that cannot change a run under it (kept out of its cache key)
 _UNUSED_SERVER_FIELDS = {"fedavg": ("server_momentum", "server_beta1", "server_beta2", "server_tau"),
                          "fedavgm": ("server_beta1", "server_beta2", "server_tau"), "fedadam": ("server_momentum",),
@@ -192,9 +208,11 @@ _PAILLIER_FIELDS = ("paillier_key_bits", "he_real_values")
 def _unused_robust_fields(attack: str, defense: str) -> tuple[str, ...]:
     """Attack and defense settings that cannot change a run (kept out of its cache key)."""
     out = ("attacker_share", "attack_boost", "target_item") if attack == "none" else ()
+    out += ("dba_parts",) if attack != "dba" else ()
     unused = {"none": ("clip_norm", "dp_noise", "trim_frac"), "clip": ("trim_frac",),
-              "median": ("clip_norm", "dp_noise", "trim_frac"), "trimmed": ("clip_norm", "dp_noise")}
-    return out + unused.get(defense, ())
+              "median": ("clip_norm", "dp_noise", "trim_frac"), "trimmed": ("clip_norm", "dp_noise"),
+              "krum": ("clip_norm", "dp_noise", "trim_frac")}
+    return out + unused.get(defense, ()) + (("krum_f",) if defense != "krum" else ())
 
 
 def _unused_encryption_fields(encryption: str) -> tuple[str, ...]:
@@ -218,11 +236,12 @@ _RANGES = {
     "data_skew": (0.0, 2.0),  # beyond ~2 the per-size cap and the 20-interaction floor lower the Gini again
     "server_momentum": (0.0, 0.999999), "server_beta1": (0.0, 0.999999), "server_beta2": (0.0, 0.999999),
     "stragglers": (0.0, 1.0), "dropout": (0.0, 0.99), "attacker_share": (0.0, 0.5), "trim_frac": (0.0, 0.49),
-    "target_item": (-1, 10**9),
+    "target_item": (-1, 10**9), "dba_parts": (2, 4096), "krum_f": (0, 10**7), "apfl_alpha": (0.0, 1.0),
+    "pfedme_steps": (1, 100),
 }
-_POSITIVE = ("lr", "bw_down", "bw_up", "server_lr", "server_tau", "clip_norm")
+_POSITIVE = ("lr", "bw_down", "bw_up", "server_lr", "server_tau", "clip_norm", "perfedavg_alpha")
 _NONNEGATIVE = ("weight_decay", "r_comp", "c_comp", "sec_per_sample", "sec_per_value", "prox_mu",
-                "qffl_q", "qffl_lipschitz", "attack_boost", "dp_noise", "ditto_lambda")
+                "qffl_q", "qffl_lipschitz", "attack_boost", "dp_noise", "ditto_lambda", "pfedme_lambda")
 _CHOICES = {
     "method": METHODS, "dataset": DATASETS, "synthetic_size": SYNTHETIC_SIZES, "b_init": B_INITS,
     "aggregation": AGGREGATIONS, "comp_time": COMP_TIME_MODES, "client_schedule": CLIENT_SCHEDULES,
@@ -323,28 +342,43 @@ def check_robust(c: RunConfig, n_items: int | None = None) -> None:
     for name, value in (("scaffold", c.scaffold), ("qffl_q", c.qffl_q)):
         if value:
             fail(name, value, f"must be off with {which[0]}={which[1]!r} (SCAFFOLD and q-FFL aggregate their own way)")
+    if c.attack == "dba" and c.dba_parts > c.dim:
+        fail("dba_parts", c.dba_parts, f"allowed range is 2..dim={c.dim}: each part is a block of the target row's "
+                                       "coordinates")
+    if c.defense == "krum" and not c.clients_per_round > 2 * c.krum_f + 2:
+        fail("krum_f", c.krum_f, f"Krum needs clients_per_round > 2 krum_f + 2; with {c.clients_per_round} clients a "
+                                 f"round, krum_f is at most {max(0, (c.clients_per_round - 3) // 2)}")
     if n_items is not None and c.target_item >= n_items:
         fail("target_item", c.target_item, f"allowed range is -1 (the least popular item) or 0..{n_items - 1}")
 
 
 def check_personal(c: RunConfig, n_users: int, n_items: int) -> None:
-    """Ditto on the engine: FedMF, a pull below 1 per step, and every user's personal table in memory."""
+    """Personal models on the engine: FedMF, a pull below 1 per step, one algorithm at a time, and every user's
+    personal table in memory (Ditto, APFL, pFedMe; Per-FedAvg makes its personal models at evaluation)."""
     if c.personalization == "none":
         return
     from .fed.personal import PERSONAL_LIMIT, table_bytes
 
+    name = ("personalization", c.personalization)
     if c.method != "fedmf":
-        fail("personalization", c.personalization, f"runs with method='fedmf' only (got method={c.method!r}): each "
-                                                   "user keeps a personal copy of the whole item table")
-    if c.lr * c.ditto_lambda >= 1:
-        fail("ditto_lambda", c.ditto_lambda, f"must be below {1 / c.lr:.4g} with lr={c.lr:g}: every personal step "
-                                             "pulls the table toward the global one by lr x lambda of the gap")
+        fail(*name, f"runs with method='fedmf' only (got method={c.method!r}): each user's personal model is a "
+                    "whole item table and its user vector")
+    for field, f in (("ditto_lambda", "ditto"), ("pfedme_lambda", "pfedme")):
+        if c.personalization == f and c.lr * getattr(c, field) >= 1:
+            fail(field, getattr(c, field), f"must be below {1 / c.lr:.4g} with lr={c.lr:g}: every personal step "
+                                           "pulls the table toward the global one by lr x lambda of the gap")
+    if c.personalization in ("pfedme", "perfedavg"):  # they replace the local training, as these do
+        for field, value in (("scaffold", c.scaffold), ("qffl_q", c.qffl_q), ("prox_mu", c.prox_mu)):
+            if value:
+                fail(field, value, f"must be off with personalization={c.personalization!r}: it trains the clients' "
+                                   "update its own way (one algorithm at a time)")
+    if c.personalization == "perfedavg":
+        return
     need = table_bytes(n_users, n_items, c.dim)
     if need > PERSONAL_LIMIT:
-        fail("personalization", c.personalization, f"needs every user's personal table in memory: {n_users:,} users x "
-                                                   f"{n_items:,} items x d={c.dim} = {need / 2**30:.1f} GiB, above "
-                                                   f"{PERSONAL_LIMIT / 2**30:.0f} GiB; use a smaller data set "
-                                                   "(ml-100k, synthetic) or a smaller dim")
+        fail(*name, f"needs every user's personal table in memory: {n_users:,} users x {n_items:,} items x "
+                    f"d={c.dim} = {need / 2**30:.1f} GiB, above {PERSONAL_LIMIT / 2**30:.0f} GiB; use a smaller data "
+                    "set (ml-100k, synthetic), a smaller dim, or personalization='perfedavg'")
 
 
 def _validate_encryption(c: RunConfig) -> None:

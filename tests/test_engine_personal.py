@@ -1,5 +1,6 @@
-"""Ditto on the core engine: the personal steps against a per-client autograd reference, what stays on the device,
-evaluation with personal models, resume, and the settings it refuses."""
+"""Ditto and APFL on the core engine (pFedMe and Per-FedAvg: test_engine_meta.py): the personal steps against a
+per-client autograd reference, what stays on the device, evaluation with personal models, resume, and the settings
+they refuse."""
 import numpy as np
 import pytest
 import torch
@@ -8,7 +9,7 @@ from labcore.config import ConfigError, RunConfig, check_personal
 from labcore.fed import sampling as S
 from labcore.fed.engine import Simulation, run
 from labcore.fed.loop_oracle import train_clients_loop
-from labcore.fed.personal import train_personal
+from labcore.fed.personal import PersonalModels, train_personal
 from labcore.metrics import hit_ratio_ndcg
 from labcore.scale.federation import check_supported
 
@@ -50,6 +51,33 @@ def test_personal_steps_from_personal_tables_match_a_per_client_reference(tiny, 
     assert torch.allclose(V[0, other] - Q[other], shrink * (V0[0, other] - Q[other]), atol=1e-6)
 
 
+@pytest.mark.parametrize("alpha", [0.25, 0.7])
+def test_apfl_personal_steps_through_the_mixed_model_match_a_per_client_reference(tiny, alpha):
+    Q, P = _tables(tiny)
+    V0 = Q[None] + 0.2 * torch.randn(6, *Q.shape, generator=torch.Generator().manual_seed(2))
+    plan = _plan(tiny)
+    V, p = train_personal(V0.clone(), P[:6].clone(), Q, plan, 0.5, 1e-3, 0.0, alpha)
+    ref = train_clients_loop(Q, P[:6], plan, 0.5, 1e-3, None, start=V0, alpha=alpha)  # autograd on alpha V + ...
+    assert torch.allclose(V, Q + ref.update, atol=2e-6) and torch.allclose(p, ref.p, atol=2e-6)
+    untouched = np.setdiff1d(np.arange(tiny.n_items), np.unique(plan.sample_item[plan.sample_client == 0]))
+    assert torch.equal(V[0, untouched], V0[0, untouched])  # no pull: rows no batch touched stay as they were
+
+
+def test_apfl_ranks_every_user_with_the_mixture_of_its_table_and_the_current_global_one(tiny):
+    Q, P = _tables(tiny)
+    models = PersonalModels(Q, P, "apfl", alpha=0.3)
+    models.V += 1.0
+    Q_now = Q * 2
+    u, items = torch.tensor([[0], [3]]), torch.tensor([[1, 2, 5], [0, 0, 4]])
+    mixed = 0.3 * (Q[items] + 1.0) + 0.7 * Q_now[items]  # the rows of (alpha V_u + (1 - alpha) Q) at (u, items)
+    assert torch.allclose(models.tables(Q_now)(u, items), mixed, atol=1e-6)
+    full = 0.3 * models.V + 0.7 * Q_now[None]  # the same ranking as every user's whole mixed table
+    assert hit_ratio_ndcg(P, models.tables(Q_now), tiny.test_items, tiny.test_negatives) == pytest.approx(
+        hit_ratio_ndcg(P, full, tiny.test_items, tiny.test_negatives), abs=1e-12)
+    ditto = PersonalModels(Q, P, "ditto", lam=0.1)
+    assert ditto.tables(Q_now) is ditto.V
+
+
 def test_personal_evaluation_with_every_user_holding_the_global_table_is_the_global_evaluation(tiny):
     Q, P = _tables(tiny)
     V = Q[None].expand(tiny.n_users, -1, -1)
@@ -69,6 +97,17 @@ def test_ditto_leaves_the_global_model_and_the_wire_as_fedavg_and_reports_person
                                                                                          trained)[0]])
 
 
+def test_apfl_leaves_the_global_model_and_the_wire_as_fedavg_and_its_personal_quality_moves_with_alpha(tiny):
+    plain = Simulation(RunConfig(**FAST), tiny)
+    apfl = [Simulation(RunConfig(personalization="apfl", apfl_alpha=a, **FAST), tiny) for a in (0.2, 0.9)]
+    for _ in range(3):
+        a, b, c = plain.step(), apfl[0].step(), apfl[1].step()
+    assert all(torch.equal(plain.Q, s.Q) for s in apfl)
+    assert all(plain.ledger.frame().equals(s.ledger.frame()) for s in apfl)
+    assert b["hr"] == c["hr"] == a["hr"] and 0.0 <= b["hr_personal"] <= 1.0
+    assert b["hr_personal"] != c["hr_personal"] or b["ndcg_personal"] != c["ndcg_personal"]
+
+
 def test_a_stopped_ditto_run_resumes_to_the_same_personal_numbers(tiny, tmp_path):
     cfg = RunConfig(personalization="ditto", ditto_lambda=0.5, **{**FAST, "rounds": 9})
     full = run(cfg, data=tiny, use_cache=False, progress=False)
@@ -86,11 +125,18 @@ def test_settings_ditto_cannot_run_with_are_refused_naming_the_field(tiny):
         Simulation(RunConfig(personalization="ditto", ditto_lambda=2.0, **FAST), tiny)
     with pytest.raises(ConfigError, match=r"personalization='ditto' .*6,040 users x 3,706 items x d=64 = 5.3 GiB"):
         check_personal(RunConfig(personalization="ditto", method="fedmf", dim=64), 6040, 3706)
-    with pytest.raises(ConfigError, match=r"personalization='pfedme' .*none, ditto"):
-        RunConfig(personalization="pfedme")
+    with pytest.raises(ConfigError, match=r"personalization='apfl' .*6,040 users x 3,706 items x d=64 = 5.3 GiB"):
+        check_personal(RunConfig(personalization="apfl", method="fedmf", dim=64), 6040, 3706)
+    with pytest.raises(ConfigError, match=r"apfl_alpha=1.5 .*0.0.*1.0"):
+        RunConfig(personalization="apfl", apfl_alpha=1.5)
+    check_personal(RunConfig(personalization="apfl", method="fedmf", ditto_lambda=5.0), tiny.n_users, tiny.n_items)
+    with pytest.raises(ConfigError, match=r"personalization='fedper' .*none, ditto, apfl, pfedme, perfedavg"):
+        RunConfig(personalization="fedper")
     with pytest.raises(ConfigError, match=r"ditto_lambda=-1.0"):
         RunConfig(personalization="ditto", ditto_lambda=-1.0)
     with pytest.raises(ValueError, match="personalization='ditto' is not available over Flower"):
         check_supported(RunConfig(personalization="ditto"))
     assert RunConfig(ditto_lambda=0.7).key() == RunConfig().key()
     assert RunConfig(personalization="ditto", ditto_lambda=0.7).key() != RunConfig(personalization="ditto").key()
+    assert RunConfig(personalization="ditto", apfl_alpha=0.7).key() == RunConfig(personalization="ditto").key()
+    assert RunConfig(personalization="apfl", apfl_alpha=0.7).key() != RunConfig(personalization="apfl").key()

@@ -6,6 +6,7 @@ import torch
 
 from labcore.config import ConfigError, RunConfig
 from labcore.fed import robust
+from labcore.fed import sampling as S
 from labcore.fed.aggregate import aggregate
 from labcore.fed.engine import Simulation
 from labcore.fed.local_train import RowUpdate
@@ -93,6 +94,51 @@ def test_the_replacement_boost_makes_the_attackers_share_land_the_target_row_exa
     assert robust.replacement_boost(rows, bad, 1, w, "item_mean") == 3.0
 
 
+def test_krum_keeps_the_clients_closest_to_their_neighbours_and_drops_the_outlier():
+    # 5 clients, one item, width 1: values 0, 1, 2, 3, 100; f = 1 scores each by its 5 - 1 - 2 = 2 nearest
+    # (c0: 1 + 4, c1: 1 + 1, c2: 1 + 1, c3: 1 + 4, c4: 97^2 + 98^2) and keeps the 4 lowest
+    rows = _rows(np.array([[[0.0]], [[1.0]], [[2.0]], [[3.0]], [[100.0]]]), np.ones((5, 1), dtype=bool))
+    assert robust.krum_keep(rows, 1).tolist() == [0, 1, 2, 3]
+    w = torch.tensor([0.1, 0.2, 0.3, 0.2, 0.2])
+    agg = robust.robust_aggregate(rows, "krum", "weighted", w, krum_f=1)
+    assert torch.allclose(agg, torch.tensor([[(0.2 + 0.6 + 0.6) / 0.8]]))  # the kept clients' weights renormalized
+    with pytest.raises(ConfigError, match=r"krum_f=2 .*more than 2 krum_f \+ 2 clients.*has 5"):
+        robust.krum_keep(rows, 2)
+
+
+def test_krum_distances_from_sparse_rows_equal_the_dense_ones():
+    g = torch.Generator().manual_seed(0)
+    dense = torch.randn(9, 6, 3, generator=g)
+    touched = torch.rand(9, 6, generator=g) < 0.4
+    rows = RowUpdate.from_dense(dense, touched)
+    flat = rows.dense().reshape(9, -1).double()  # a client that did not touch an item sends zeros for it
+    dist = torch.cdist(flat[None], flat[None])[0] ** 2
+    score = dist.sort(1).values[:, 1: 9 - 2 - 1].sum(1)
+    assert robust.krum_keep(rows, 2).tolist() == sorted(torch.argsort(score)[:7].tolist())
+
+
+def test_dba_deals_the_attackers_into_groups_and_cuts_the_row_into_blocks():
+    mal = np.array([False, True, True, False, True, True, True])
+    assert robust.dba_groups(mal, 2).tolist() == [-1, 0, 1, -1, 0, 1, 0]
+    assert robust.dba_blocks(8, 3) == [slice(0, 3), slice(3, 5), slice(5, 8)]
+    assert sum(b.stop - b.start for b in robust.dba_blocks(64, 4)) == 64
+
+
+def test_dba_groups_plant_only_their_block_and_the_blocks_add_up_to_the_goal():
+    rows = _rows(X, T)  # item 1 is touched by clients 0 and 2 (client 0 is honest)
+    w = torch.tensor([0.5, 0.3, 0.2])
+    goal = torch.tensor([4.0, -2.0])
+    planted = rows
+    for members, cols in ((np.array([1]), slice(0, 1)), (np.array([2]), slice(1, 2))):
+        gamma = robust.replacement_boost(rows, np.array([1, 2]), 1, w, "weighted", group=members)
+        planted = robust.plant(planted, members, 1, gamma * goal, cols)
+    D = planted.dense()
+    assert D[1, 1].tolist() == pytest.approx([4.0 / 0.3, 0.0])  # client 1 had no row of item 1: its block, else 0
+    assert D[2, 1].tolist() == pytest.approx([8.0, -2.0 / 0.2])  # client 2 keeps its own first coordinate
+    agg = aggregate(planted, "weighted", w, None)
+    assert torch.allclose(agg[1], goal + torch.tensor([0.5 * 2.0 + 0.2 * 8.0, 0.0]))  # plus the honest parts
+
+
 def test_the_target_row_points_where_the_attackers_users_do_and_ignores_its_own_length():
     Q = torch.tensor([[3.0, 4.0], [0.0, 1.0], [100.0, 0.0]])
     P_bad = torch.tensor([[0.0, 2.0], [0.0, 4.0]])
@@ -117,17 +163,22 @@ def test_attackers_are_a_fixed_share_drawn_from_the_seed():
     assert robust.default_target(np.array([0, 0, 1, 3, 3, 3]), 5) == 1  # least popular with data (2, 4 have none)
 
 
-@pytest.mark.parametrize("defense, reach", [("none", lambda r: r < 0.2), ("clip", lambda r: r > 0.5)])
-def test_an_attacked_round_moves_the_target_row_to_the_attackers_goal_unless_clipped(tiny, defense, reach):
-    cfg = RunConfig(attack="replacement", attacker_share=0.2, aggregation="weighted", defense=defense, **FAST)
+@pytest.mark.parametrize("attack, defense, reach", [
+    ("replacement", "none", lambda r: r < 0.2), ("replacement", "clip", lambda r: r > 0.5),
+    ("replacement", "krum", lambda r: r > 0.5), ("dba", "none", lambda r: r < 0.2)])
+def test_an_attacked_round_moves_the_target_row_to_the_attackers_goal_unless_defended(tiny, attack, defense, reach):
+    cfg = RunConfig(attack=attack, attacker_share=0.2, aggregation="weighted", defense=defense, krum_f=3,
+                    dba_parts=2, **FAST)
     sim = Simulation(cfg, tiny)
-    for _ in range(3):
+    for t in range(20):
         before = sim.Q[sim.target].clone()
         goal = robust.target_row(sim.Q, sim.target, sim.P[torch.from_numpy(sim.malicious)])
+        clients = S.round_clients(cfg.client_schedule, tiny.n_users, cfg.clients_per_round, cfg.seed, t)
         row = sim.step()
-        if row["attackers"]:
+        groups = set(sim.dba_group[clients].tolist()) - {-1} if attack == "dba" else {0}
+        if row["attackers"] and len(groups) == (2 if attack == "dba" else 1):  # DBA: every block sent
             break
-    assert row["attackers"] > 0
+    assert row["attackers"] > 0 and (defense != "krum" or row["attackers"] <= cfg.krum_f)
     # the attackers' weights cover the target row: it lands near the goal (the honest touchers add their own bit);
     # clipped to norm 1, the boosted update moves it by a fraction of the way
     assert reach(float((sim.Q[sim.target] - goal).norm()) / float((before - goal).norm()))
@@ -150,8 +201,10 @@ def test_a_stopped_attacked_run_with_clipping_and_noise_resumes_to_the_same_numb
 
 
 @pytest.mark.parametrize("bad, message", [
-    (dict(attack="backdoor"), r"attack='backdoor' .*none, replacement"),
-    (dict(defense="krum"), r"defense='krum' .*none, clip, median, trimmed"),
+    (dict(attack="backdoor"), r"attack='backdoor' .*none, replacement, dba"),
+    (dict(defense="bulyan"), r"defense='bulyan' .*none, clip, median, trimmed, krum"),
+    (dict(dba_parts=1), r"dba_parts=1 .*2"),
+    (dict(krum_f=-1), r"krum_f=-1"),
     (dict(attacker_share=0.6, attack="replacement"), r"attacker_share=0.6 .*0.0.*0.5"),
     (dict(trim_frac=0.5), r"trim_frac=0.5 .*0.49"),
     (dict(clip_norm=0.0), r"clip_norm=0.0"),
@@ -170,6 +223,8 @@ def test_bad_attack_and_defense_settings_name_the_field(bad, message):
      r"encryption='secagg' .*must be 'none' with defense='clip'.*only the sum"),
     (dict(attack="replacement", attacker_share=0.1, scaffold=True, aggregation="weighted"), r"scaffold=True .*off"),
     (dict(attack="replacement", attacker_share=0.1, target_item=10**6), r"target_item=1000000 .*-1 .*0\.\."),
+    (dict(defense="krum", krum_f=4), r"krum_f=4 .*clients_per_round > 2 krum_f \+ 2.*at most 3"),
+    (dict(attack="dba", attacker_share=0.1, dba_parts=9), r"dba_parts=9 .*2\.\.dim=8"),
 ])
 def test_combinations_the_engine_cannot_run_are_refused_before_training(tiny, bad, message):
     kw = {**FAST, **bad}
@@ -192,6 +247,20 @@ def test_attack_and_defense_settings_change_the_key_only_when_they_can_change_th
     assert RunConfig(defense="median", clip_norm=3.0).key() == RunConfig(defense="median").key()
     assert RunConfig(defense="clip", clip_norm=3.0).key() != RunConfig(defense="clip").key()
     assert RunConfig(attack="replacement", attacker_share=0.1).key() != base.key()
+    assert RunConfig(defense="median", krum_f=3).key() == RunConfig(defense="median").key()
+    assert RunConfig(defense="krum", krum_f=3).key() != RunConfig(defense="krum").key()
+    replacement = dict(attack="replacement", attacker_share=0.1)
+    assert RunConfig(dba_parts=3, **replacement).key() == RunConfig(**replacement).key()
+    assert RunConfig(attack="dba", attacker_share=0.1, dba_parts=3).key() != RunConfig(attack="dba",
+                                                                                      attacker_share=0.1).key()
+
+
+def test_krum_refuses_a_round_that_dropout_left_too_small(tiny):
+    cfg = RunConfig(defense="krum", krum_f=3, dropout=0.5, **FAST)  # 10 sampled, Krum needs 9 of them
+    sim = Simulation(cfg, tiny)
+    with pytest.raises(ConfigError, match=r"krum_f=3 .*this one has [0-8]\b"):
+        for _ in range(cfg.rounds):
+            sim.step()
 
 
 def test_flower_refuses_the_backdoor_and_the_defenses():

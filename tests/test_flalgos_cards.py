@@ -185,6 +185,11 @@ def test_backdoor_exercises_judge_the_boost_and_run_the_defenses():
     assert ex.check_replacement_boost(10, attackers_weight=0.1).ok
     t = ex.backdoor_runs(("none", "clip"), rounds=4).set_index("defense")
     assert t.loc["none", "backdoor success"] > t.loc["clip", "backdoor success"]
+    assert ex.check_krum_counts(...).ok is None
+    assert ex.check_krum_counts((53, 55)).ok and not ex.check_krum_counts((55, 53)).ok
+    assert not ex.check_krum_counts(55).ok
+    t = ex.backdoor_runs(("none", "krum"), rounds=4, attack="dba").set_index("defense")
+    assert t.loc["none", "backdoor success"] > t.loc["krum", "backdoor success"]
 
 
 def test_ditto_exercises_judge_the_pull_and_compare_personal_and_global_models():
@@ -195,3 +200,20 @@ def test_ditto_exercises_judge_the_pull_and_compare_personal_and_global_models()
     t = ex.ditto_quality((0.01, 1.0), rounds=3)
     assert len(t) == 2 and t["global HR@10"].nunique() == 1  # Ditto leaves the global model as FedAvg's
     assert t["personal HR@10"].between(0, 1).all()
+
+
+def test_apfl_exercises_judge_the_gradient_share_and_compare_personal_and_global_models():
+    """Section 9's APFL part: the chain rule through the mixture, and the small run's two HR@10."""
+    assert ex.check_apfl_gradient_share(...).ok is None
+    assert ex.check_apfl_gradient_share(0.25).ok and not ex.check_apfl_gradient_share(0.75).ok
+    t = ex.personal_quality((0.25, 1.0), rounds=3, kind="apfl")
+    assert list(t["alpha"]) == [0.25, 1.0] and t["global HR@10"].nunique() == 1
+    assert t["personal HR@10"].between(0, 1).all()
+
+
+def test_pfedme_exercise_judges_the_local_step_and_the_small_runs_report_personal_quality():
+    assert ex.check_pfedme_local_step(...).ok is None
+    assert ex.check_pfedme_local_step(0.5).ok and not ex.check_pfedme_local_step(1.0).ok
+    for kind in ("pfedme", "perfedavg"):
+        t = ex.personal_quality((0.5,), rounds=3, kind=kind)
+        assert t["personal HR@10"].between(0, 1).all() and t["global HR@10"].between(0, 1).all()

@@ -221,13 +221,17 @@ def _explorer_controls() -> tuple[Control, ...]:
                 show_if=("encryption", ("secagg",))),
         Control("attack", "backdoor attack", "select", "attack", ATTACKS,
                 help="replacement: colluding users push one item (the least popular) into everyone's top 10 by "
-                     "boosting their update of its row (model replacement); FedMF only",
+                     "boosting their update of its row (model replacement); dba: the same goal cut into blocks, "
+                     "each group of attackers sending one (distributed backdoor); FedMF only",
                 show_if=("method", ("fedmf",)), hidden_value="none"),
         Control("attacker_share", "attackers (share of the users)", "slider", "attack", (), 0.0, 0.5, 0.01,
-                show_if=("attack", ("replacement",)), hidden_value=0.0),
+                show_if=("attack", ("replacement", "dba")), hidden_value=0.0),
+        Control("dba_parts", "DBA groups (blocks of the target row)", "slider", "attack", (), 2, 16, 1,
+                show_if=("attack", ("dba",))),
         Control("defense", "robust aggregation", "select", "attack", DEFENSES,
                 help="clip: every update scaled to norm <= clip norm (+ Gaussian noise); median / trimmed: per item, "
-                     "over the clients that trained it; FedMF only, not under encryption",
+                     "over the clients that trained it; krum: average the clients whose whole updates sit closest to "
+                     "the others' (multi-Krum); FedMF only, not under encryption",
                 show_if=("method", ("fedmf",)), hidden_value="none"),
         Control("clip_norm", "clip norm", "number", "attack", (), 0.01, 1000.0, 1.0,
                 help="an honest FedMF update's norm is about 5 to 20 on MovieLens-1M", show_if=("defense", ("clip",))),
@@ -235,13 +239,30 @@ def _explorer_controls() -> tuple[Control, ...]:
                 0.01, show_if=("defense", ("clip",))),
         Control("trim_frac", "trimmed share at each end", "slider", "attack", (), 0.0, 0.45, 0.05,
                 show_if=("defense", ("trimmed",))),
+        Control("krum_f", "Krum: attackers tolerated a round", "slider", "attack", (), 0, 50, 1,
+                help="the clients_per_round - f updates of lowest Krum score are averaged; needs clients_per_round "
+                     "> 2 f + 2", show_if=("defense", ("krum",))),
         Control("personalization", "personal models", "select", "algorithm", PERSONALIZATIONS,
                 help="ditto: every user also trains its own item table and user vector, pulled toward the global "
-                     "table (HR@10 of the personal models: the 'personal' metric); FedMF, data sets whose users' "
-                     "tables fit in memory (ML-100K, synthetic)", show_if=("method", ("fedmf",)), hidden_value="none"),
+                     "table; apfl: its own table, used mixed with the global one; pfedme: a personal model theta "
+                     "that the sent update is pulled toward; perfedavg: a meta-learned global model, personalized by "
+                     "one local step (HR@10 of the personal models: the 'personal' metric); FedMF; Ditto, APFL "
+                     "and pFedMe need every user's table in memory (ML-100K, synthetic)",
+                show_if=("method", ("fedmf",)), hidden_value="none"),
         Control("ditto_lambda", "Ditto lambda", "number", "algorithm", (), 0.0, 10.0, 0.01,
                 help="the pull toward the global table: 0 = local training alone, large = the global model",
                 show_if=("personalization", ("ditto",))),
+        Control("apfl_alpha", "APFL alpha (personal share of the mix)", "slider", "algorithm", (), 0.0, 1.0, 0.05,
+                help="the personal model is alpha x own table + (1 - alpha) x global table: 0 = the global model, "
+                     "1 = local training alone", show_if=("personalization", ("apfl",))),
+        Control("pfedme_lambda", "pFedMe lambda", "number", "algorithm", (), 0.0, 10.0, 0.1,
+                help="the pull between the personal model and the local model it drags along (lr x lambda < 1)",
+                show_if=("personalization", ("pfedme",))),
+        Control("pfedme_steps", "pFedMe personal steps per batch (K)", "slider", "algorithm", (), 1, 20, 1,
+                show_if=("personalization", ("pfedme",))),
+        Control("perfedavg_alpha", "Per-FedAvg inner step (alpha)", "number", "algorithm", (), 0.001, 10.0, 0.05,
+                help="the step of the personalization (one local step from the global model); lr is the outer step",
+                show_if=("personalization", ("perfedavg",))),
         Control("prox_mu", "FedProx mu (0 = FedAvg)", "number", "algorithm", (), 0.0, 10.0, 0.01,
                 help="every local step pulls the client's item-table update toward the round's global table by "
                      "lr x mu of itself (FedProx's proximal term); user vectors stay private and unregularized"),

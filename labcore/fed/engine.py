@@ -37,7 +37,8 @@ from . import dropout, robust, server_opt, stragglers
 from .aggregate import aggregate, fedavg_weights
 from .local_train import LocalResult, RowUpdate, Workspace, train_cohort
 from .mods import item_mask_wire, quantize_wires, wire_values
-from .personal import DittoModels
+from .meta_train import perfedavg_quality, train_perfedavg, train_pfedme
+from .personal import PersonalModels
 from .scaffold import ControlVariates
 from .secure import make_secure_mod
 
@@ -233,8 +234,10 @@ class Simulation:
         self.round = 0
         self.secure = make_secure_mod(cfg, data.n_items)  # None unless cfg.encryption is set
         self.variates = ControlVariates(data.n_users, data.n_items, cfg.dim) if cfg.scaffold else None
-        self.personal = DittoModels(self.Q, self.P) if cfg.personalization == "ditto" else None
+        self.personal = (PersonalModels(self.Q, self.P, cfg.personalization, cfg.ditto_lambda, cfg.apfl_alpha)
+                         if cfg.personalization in ("ditto", "apfl", "pfedme") else None)
         self.malicious = robust.attackers(data.n_users, cfg.attacker_share, cfg.seed) if cfg.attack != "none" else None
+        self.dba_group = (robust.dba_groups(self.malicious, cfg.dba_parts) if cfg.attack == "dba" else None)
         self.target = (cfg.target_item if cfg.target_item >= 0
                        else robust.default_target(data.train_items, data.n_items))
         self.keep_view = False  # keep what the server saw in the last round (self.view): for the attacks
@@ -268,14 +271,20 @@ class Simulation:
             local = train_cohort(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, None,
                                  None if self.keep_view else self._workspace,
                                  variates=self.variates.trainer_inputs(cohort, plan.order))
+        elif cfg.personalization == "pfedme":  # the global update is the local model w pulled toward theta
+            local, theta_rows, theta_p, rnd = train_pfedme(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay,
+                                                           cfg.pfedme_lambda, cfg.pfedme_steps)
+            self.personal.store(clients, self.Q, rnd.row_client, rnd.row_item, rnd.Qr + theta_rows, theta_p)
+        elif cfg.personalization == "perfedavg":  # the global update is the first-order meta-gradient's
+            local = train_perfedavg(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, cfg.perfedavg_alpha)
         elif self.trainer is train_cohort and not self.keep_view:  # W reused round to round (see Workspace)
             local = train_cohort(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, setup.lowrank,
                                  self._workspace, prox_mu=cfg.prox_mu)
         else:
             prox = {"prox_mu": cfg.prox_mu} if cfg.prox_mu else {}  # only the trainers that implement FedProx
             local = self.trainer(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, setup.lowrank, **prox)
-        if self.personal is not None:  # Ditto: the personal models' steps on the same batches, pulled toward Q
-            self.personal.train(clients, self.Q, plan, cfg.lr, cfg.weight_decay, cfg.ditto_lambda)
+        if cfg.personalization in ("ditto", "apfl"):  # the personal models' steps on the same batches
+            self.personal.train(clients, self.Q, plan, cfg.lr, cfg.weight_decay)
         sec_local = time.perf_counter() - t0
         n_pos, n_steps = plan.n_pos, plan.n_steps
         if not self.keep_view:  # the schedule and the per-sample arrays are done with (150 MiB at Pinterest's
@@ -333,7 +342,10 @@ class Simulation:
             row.update(self.client_loss_stats())
             if self.personal is not None:
                 row["hr_personal"], row["ndcg_personal"] = hit_ratio_ndcg(  # every user with its own table
-                    self.personal.p, self.personal.V, data.test_items, data.test_negatives, cfg.top_k)
+                    self.personal.p, self.personal.tables(self.Q), data.test_items, data.test_negatives, cfg.top_k)
+            elif cfg.personalization == "perfedavg":  # every user's one step from the current global model
+                row["hr_personal"], row["ndcg_personal"] = perfedavg_quality(self.Q, self.P, data, self.sampler,
+                                                                             cfg, t)
             if self.malicious is not None:
                 row["backdoor_success"] = robust.backdoor_success(self.P, self.Q, data.train_indptr, data.train_items,
                                                                   self.target, cfg.top_k)
@@ -373,7 +385,7 @@ class Simulation:
                 rows = (decoded if isinstance(decoded, RowUpdate)
                         else RowUpdate.from_dense(decoded, local.touched_dense()))
                 agg = robust.robust_aggregate(rows, cfg.defense, cfg.aggregation, weights, trim=cfg.trim_frac,
-                                              clip_norm=cfg.clip_norm, dp_noise=cfg.dp_noise,
+                                              clip_norm=cfg.clip_norm, dp_noise=cfg.dp_noise, krum_f=cfg.krum_f,
                                               rng=S.round_rng(cfg.seed, t, robust.STREAM_ATTACK))
             else:
                 agg = aggregate(decoded, cfg.aggregation, weights, touched, self.method.layout)
@@ -387,16 +399,27 @@ class Simulation:
 
     def _plant(self, local: LocalResult, clients: np.ndarray, n_pos: np.ndarray) -> LocalResult:
         """Model replacement: each attacker of the cohort sends gamma (target row - its current row) for the target
-        item, gamma the inverse of the attackers' share of its aggregated row (or attack_boost)."""
+        item, gamma the inverse of the attackers' share of its aggregated row (or attack_boost). DBA: each group
+        sends its block of that, gamma the inverse of its own share."""
+        cfg = self.cfg
         bad = np.flatnonzero(self.malicious[clients])
         if not len(bad):
             return local
         rows = local.row_update()
-        gamma = self.cfg.attack_boost or robust.replacement_boost(
-            rows, bad, self.target, fedavg_weights(torch.from_numpy(n_pos)), self.cfg.aggregation)
-        value = gamma * (robust.target_row(self.Q, self.target, self.P[torch.from_numpy(self.malicious)])
-                         - self.Q[self.target])
-        return dataclasses.replace(local, rows=robust.plant(rows, bad, self.target, value), update=None, touched=None)
+        weights = fedavg_weights(torch.from_numpy(n_pos))
+        change = robust.target_row(self.Q, self.target, self.P[torch.from_numpy(self.malicious)]) - self.Q[self.target]
+        if cfg.attack == "dba":
+            group = self.dba_group[clients[bad]]
+            for g, cols in enumerate(robust.dba_blocks(cfg.dim, cfg.dba_parts)):
+                members = bad[group == g]
+                if len(members):
+                    gamma = cfg.attack_boost or robust.replacement_boost(rows, bad, self.target, weights,
+                                                                         cfg.aggregation, group=members)
+                    rows = robust.plant(rows, members, self.target, gamma * change, cols)
+        else:
+            gamma = cfg.attack_boost or robust.replacement_boost(rows, bad, self.target, weights, cfg.aggregation)
+            rows = robust.plant(rows, bad, self.target, gamma * change)
+        return dataclasses.replace(local, rows=rows, update=None, touched=None)
 
     def _check_finite(self, t: int, loss: float) -> None:
         """Stop a run whose numbers left the floats (a step size too large) with what to change, before the
@@ -420,7 +443,8 @@ class Simulation:
 
     def _times(self, clients, n_pos, up_bytes, down_bytes, sec_local, sec_server, up_wires, he=None) -> dict:
         cfg = self.cfg
-        samples = n_pos * (1 + cfg.num_negatives) * cfg.local_epochs * (2 if self.personal is not None else 1)
+        work = {"ditto": 2, "apfl": 2, "pfedme": cfg.pfedme_steps}.get(cfg.personalization, 1)
+        samples = n_pos * (1 + cfg.num_negatives) * cfg.local_epochs * work  # gradient evaluations per sample
         if cfg.comp_time == "measured":  # this machine's batched time, shared in proportion to work
             t_sim, t_server = sec_local * samples / samples.sum(), sec_server
         else:  # calibrated constants: reproducible across machines and runs

@@ -26,10 +26,12 @@ from .sampling import (ITEM_DTYPE, SLOT_DTYPE, STREAM_NEGATIVES, STREAM_SHUFFLE,
 
 def train_clients_loop(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,
                        lowrank: LowRank | None = None, prox_mu: float = 0.0,
-                       correction: torch.Tensor | None = None, start: torch.Tensor | None = None) -> LocalResult:
+                       correction: torch.Tensor | None = None, start: torch.Tensor | None = None,
+                       alpha: float = 1.0) -> LocalResult:
     """correction: SCAFFOLD's c - c_i per client, (M, N, d): every step also moves the whole table by -lr times
     it (the update returned is then y_i - x, drift included). start: each client's own first table (M, N, d)
-    instead of Q (Ditto's personal models; FedProx's pull still goes toward Q, the update is table - Q)."""
+    instead of Q (Ditto's personal models; FedProx's pull still goes toward Q, the update is table - Q). alpha:
+    APFL's personal model, the scores made with alpha table + (1 - alpha) Q."""
     N, d = Q.shape
     items_all = torch.from_numpy(plan.sample_item)
     labels_all = torch.from_numpy(plan.sample_label).to(Q.dtype)
@@ -52,7 +54,7 @@ def train_clients_loop(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: f
             bs = items.shape[0]
             u = F.embedding(torch.zeros_like(items), user, scale_grad_by_freq=True)
             if lowrank is None:
-                e = F.embedding(items, table, scale_grad_by_freq=True)
+                e = alpha * F.embedding(items, table, scale_grad_by_freq=True) + (1 - alpha) * Q[items]
             else:
                 e = Q[items] + F.embedding(items, A, scale_grad_by_freq=True) @ lowrank.B.T
             x = (u * e).sum(-1)
@@ -74,6 +76,66 @@ def train_clients_loop(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: f
         ps.append(user.detach()[0])
         updates.append((table.detach() - Q) if lowrank is None else A.detach())
     return LocalResult(torch.stack(ps), torch.stack(updates), touched_items(plan, N), loss_sum, n_samples)
+
+
+def _batch_loss_grads(table: torch.Tensor, user: torch.Tensor, items: torch.Tensor, y: torch.Tensor,
+                      weight_decay: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Gradients (table, user) of one batch's loss, times the batch size (the reference's lr x bs), by autograd."""
+    table = table.detach().requires_grad_(True)
+    user = user.detach().requires_grad_(True)
+    bs = items.shape[0]
+    u = F.embedding(torch.zeros_like(items), user[None], scale_grad_by_freq=True)
+    e = F.embedding(items, table, scale_grad_by_freq=True)
+    loss = F.binary_cross_entropy_with_logits((u * e).sum(-1), y)
+    reg = weight_decay * ((e**2).sum() + (u**2).sum()) / bs
+    g_table, g_user = torch.autograd.grad(loss + reg, (table, user))
+    return g_table * bs, g_user * bs
+
+
+def _client_batches(plan: RoundPlan, m: int):
+    items_all = torch.from_numpy(plan.sample_item.astype(np.int64))
+    labels_all = torch.from_numpy(plan.sample_label)
+    for t in range(int(plan.n_steps[m])):
+        idx = plan.steps[t, m]
+        idx = torch.from_numpy(idx[idx >= 0])
+        yield items_all[idx], labels_all[idx].to(torch.float32)
+
+
+def pfedme_loop(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float, lam: float,
+                inner_steps: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """pFedMe's round client by client (Dinh et al. 2020, Alg. 1, dense tables): (w - Q (M, N, d), w's user vectors,
+    theta (M, N, d), theta's user vectors)."""
+    ws, pws, thetas, pts = [], [], [], []
+    for m in range(plan.n_clients):
+        w, pw = Q.clone(), p0[m].clone()
+        theta, pt = Q.clone(), p0[m].clone()
+        for items, y in _client_batches(plan, m):
+            for _ in range(inner_steps):
+                g_table, g_user = _batch_loss_grads(theta, pt, items, y, weight_decay)
+                theta = theta - lr * (g_table + lam * (theta - w))
+                pt = pt - lr * (g_user + lam * (pt - pw))
+            w = w - lr * lam * (w - theta)
+            pw = pw - lr * lam * (pw - pt)
+        ws.append(w - Q), pws.append(pw), thetas.append(theta), pts.append(pt)
+    return torch.stack(ws), torch.stack(pws), torch.stack(thetas), torch.stack(pts)
+
+
+def perfedavg_loop(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,
+                   alpha: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-FedAvg (first order) client by client: batches in pairs (D, D'), an odd last one as both; temp = w -
+    alpha grad(w; D), w <- w - lr grad(temp; D'). Returns (w - Q (M, N, d), the user vectors)."""
+    ws, pws = [], []
+    for m in range(plan.n_clients):
+        w, pw = Q.clone(), p0[m].clone()
+        batches = list(_client_batches(plan, m))
+        for j in range(0, len(batches), 2):
+            first, second = batches[j], batches[min(j + 1, len(batches) - 1)]
+            g_table, g_user = _batch_loss_grads(w, pw, *first, weight_decay)
+            temp, p_temp = w - alpha * g_table, pw - alpha * g_user
+            g_table, g_user = _batch_loss_grads(temp, p_temp, *second, weight_decay)
+            w, pw = w - lr * g_table, pw - lr * g_user
+        ws.append(w - Q), pws.append(pw)
+    return torch.stack(ws), torch.stack(pws)
 
 
 def _active_rows_dense(plan: RoundPlan, n_items: int):

@@ -1,4 +1,5 @@
-"""Ditto on the recommendation engine (Li et al. 2021, "Ditto: fair and robust FL through personalization"), FedMF.
+"""Personal models on the recommendation engine (FedMF): Ditto (Li et al. 2021, "Ditto: fair and robust FL through
+personalization") and APFL (Deng et al. 2020, "Adaptive personalized federated learning").
 
 Every user also keeps a personal model: its own copy V_u of the item table and its own user vector. When sampled,
 a client first trains and sends the global update as usual (FedAvg); then, on the same batches, it trains its
@@ -13,9 +14,21 @@ personal model is local training alone; as lambda grows it approaches the global
 (`hr_personal`, `ndcg_personal`, by `metrics.hit_ratio_ndcg` with every user's own table): every user ranked with
 its own (V_u, personal user vector); users never sampled hold the initial global model.
 
+APFL (`personalization="apfl"`, mixing weight alpha = `apfl_alpha`): the personal model is the mixture
+alpha V_u + (1 - alpha) Q of the user's own table and the global one. A sampled client trains the global update as
+usual, then its own table through the mixture, on the same batches:
+
+    V_u <- V_u - lr alpha (grad of the client's loss at alpha V_u + (1 - alpha) Q)
+
+with Q the round's global table (in APFL's Algorithm 1 the client's local copy of the global model moves during
+the same steps; here it is the table it received), and alpha fixed (the paper also offers learning it). Personal
+quality ranks every user with alpha V_u + (1 - alpha) Q of the current Q. alpha = 0 is the global model; alpha = 1
+is local training alone (Ditto with lambda = 0).
+
 Vectorized across the cohort: one batch step of all clients is a few tensor operations on (M, B) samples and the
 (M, N, d) personal tables; no Python loop over clients. Every user's table is kept in memory (n_users x items x d
-floats), so `check_memory` refuses data sets where that does not fit (MovieLens-1M at d = 64: 5.7 GB).
+floats; pFedMe's personal models too), so `config.check_personal` refuses data sets where that does not fit
+(MovieLens-1M at d = 64: 5.3 GiB).
 """
 from __future__ import annotations
 
@@ -29,12 +42,31 @@ def table_bytes(n_users: int, n_items: int, dim: int) -> int:
     return n_users * n_items * dim * 4
 
 
-class DittoModels:
-    """Every user's personal item table and user vector (float32), starting from the initial global model."""
+class PersonalModels:
+    """Every user's personal item table and user vector (float32), starting from the initial global model; `kind`
+    "ditto" (pull `lam`), "apfl" (mixing weight `alpha`) or "pfedme" (trained in `meta_train`, kept here)."""
 
-    def __init__(self, Q0: torch.Tensor, P0: torch.Tensor):
+    def __init__(self, Q0: torch.Tensor, P0: torch.Tensor, kind: str = "ditto", lam: float = 0.0,
+                 alpha: float = 1.0):
         self.V = Q0[None].expand(P0.shape[0], -1, -1).clone()
         self.p = P0.clone()
+        self.kind = kind
+        self.lam, self.alpha = (lam, 1.0) if kind == "ditto" else (0.0, alpha)
+
+    def tables(self, Q: torch.Tensor):
+        """The item tables users rank with, given the current global table Q: (n_users, N, d), or for APFL the
+        function of (users, items) that mixes those rows (`metrics.hit_ratio_ndcg` takes either)."""
+        if self.kind != "apfl":
+            return self.V
+        return lambda u, items: self.alpha * self.V[u, items] + (1 - self.alpha) * Q[items]
+
+    def store(self, clients: np.ndarray, Q: torch.Tensor, row_client: torch.Tensor, row_item: torch.Tensor,
+              rows: torch.Tensor, p: torch.Tensor) -> None:
+        """pFedMe: the cohort's personal models are the round's Q with the rows they moved (`meta_train`)."""
+        c = torch.from_numpy(np.asarray(clients, dtype=np.int64))
+        V = Q[None].expand(len(c), -1, -1).clone()
+        V[row_client, row_item] = rows
+        self.V[c], self.p[c] = V, p
 
     def state_dict(self) -> dict:
         return {"V": self.V, "p": self.p}
@@ -42,16 +74,17 @@ class DittoModels:
     def load_state_dict(self, st: dict) -> None:
         self.V, self.p = st["V"], st["p"]
 
-    def train(self, clients: np.ndarray, Q: torch.Tensor, plan, lr: float, weight_decay: float, lam: float) -> None:
-        """The cohort's personal steps on the round's batches (`plan`), pulled toward the global table Q."""
+    def train(self, clients: np.ndarray, Q: torch.Tensor, plan, lr: float, weight_decay: float) -> None:
+        """The cohort's personal steps on the round's batches (`plan`), with the round's global table Q."""
         c = torch.from_numpy(np.asarray(clients, dtype=np.int64))
-        V, p = train_personal(self.V[c], self.p[c], Q, plan, lr, weight_decay, lam)
+        V, p = train_personal(self.V[c], self.p[c], Q, plan, lr, weight_decay, self.lam, self.alpha)
         self.V[c], self.p[c] = V, p
 
 
 def train_personal(V: torch.Tensor, p: torch.Tensor, Q: torch.Tensor, plan, lr: float, weight_decay: float,
-                   lam: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """V (M, N, d), p (M, d): the cohort's personal models after their local steps (new tensors).
+                   lam: float, alpha: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """V (M, N, d), p (M, d): the cohort's personal models after their local steps (new tensors). The scores use
+    the rows alpha V + (1 - alpha) Q (alpha = 1: V itself), so V's gradient is alpha times the mixed row's.
 
     The pull lam (V - Q) moves every row of an active client's table at every step; kept as one scale per client
     (V = Q + s_m D, the pull multiplies s_m by 1 - lr lam), so that a step costs the rows its batch touches, not
@@ -73,7 +106,7 @@ def train_personal(V: torch.Tensor, p: torch.Tensor, Q: torch.Tensor, plan, lr: 
         items = items_all[idx.clamp(min=0)]
         y = labels_all[idx.clamp(min=0)]
         key = rows[:, None] * N + items  # (M, B) row of D
-        e = Q[items] + s.to(V.dtype)[:, None, None] * D[key]  # (M, B, d): the personal rows
+        e = Q[items] + alpha * s.to(V.dtype)[:, None, None] * D[key]  # (M, B, d): the personal (mixed) rows
         x = (p[:, None, :] * e).sum(-1)
         g = (torch.sigmoid(x) - y) * valid  # dBCE/dx per sample (the batch mean's 1 / bs cancels lr x bs)
         # user vector: lr x (mean over the batch of g e + 2 wd u)
@@ -83,8 +116,8 @@ def train_personal(V: torch.Tensor, p: torch.Tensor, Q: torch.Tensor, plan, lr: 
         sums = torch.zeros(len(uniq), d, dtype=V.dtype).index_add_(0, inv, (g[..., None] * p[:, None, :])[valid])
         count = torch.bincount(inv, minlength=len(uniq)).to(V.dtype)
         client = uniq // N
-        row_now = Q[uniq % N] + s.to(V.dtype)[client, None] * D[uniq]
-        grad_rows = sums / count[:, None] + 2 * weight_decay * row_now
+        row_now = Q[uniq % N] + alpha * s.to(V.dtype)[client, None] * D[uniq]
+        grad_rows = alpha * (sums / count[:, None] + 2 * weight_decay * row_now)
         p = torch.where(active[:, None], p - lr * grad_p, p)
         s = torch.where(active, s * keep, s)  # the pull on the whole table, then the rows' gradient step
         D[uniq] -= (lr * grad_rows) / s.to(V.dtype)[client, None]

@@ -527,30 +527,36 @@ def _engine_backdoor_compute(size, progress):
 
 def _engine_backdoor_compare(ours, paper):
     fin = _final(ours, ["arm"]).set_index("arm")
-    clean, attacked = (a for a, _ in ex.ENGINE_BACKDOOR_ARMS[:2])
-    hr0 = float(fin.loc[clean, "hr"])
+    hr0 = float(fin.loc[ex.ENGINE_BACKDOOR_ARMS[0][0], "hr"])
     s = lambda arm: float(fin.loc[arm, "backdoor_success"])  # noqa: E731
-    rows = [_row("no defense: backdoor success", ">= 90 % (the issue's target; Bagdasaryan et al. 2020 on their "
-                                                 "tasks)", f"{s(attacked):.1%}", bool(s(attacked) >= 0.9),
-                 "the share of users with the target item in their top 10 of untrained items")]
-    for arm, _ in ex.ENGINE_BACKDOOR_ARMS[2:]:
+    rows = []
+    for arm, kw in ex.ENGINE_BACKDOOR_ARMS[1:]:
+        if "defense" not in kw:
+            rows.append(_row(f"{arm}, no defense: backdoor success", ">= 90 % (the issue's target; Bagdasaryan et al. "
+                                                                     "2020, Xie et al. 2020 on their tasks)",
+                             f"{s(arm):.1%}", bool(s(arm) >= 0.9),
+                             "the share of users with the target item in their top 10 of untrained items"))
+            continue
         hr = float(fin.loc[arm, "hr"])
         ok = bool(s(arm) < 0.2 and hr0 - hr < 0.03)
+        why = {"median": "per-item statistics: the rare target's few honest touchers cannot outvote the attackers",
+               "clip": "clipping slows each round's push; the attackers come back every round",
+               "krum": "Krum drops the f updates farthest from the others; the attackers' boosted ones are among them "
+                       "unless more than f attack in a round"}
         rows.append(_row(f"{arm}: backdoor success, clean HR@10 against no attack",
                          "< 20 %, HR@10 within 3 points (the issue's target for clipping or the median)",
                          f"{s(arm):.1%}, {hr:.4f} vs {hr0:.4f}", ok,
-                         "" if ok else ("per-item statistics: the rare target's few honest touchers cannot outvote the "
-                                        "attackers" if arm.startswith(("median", "trimmed")) else
-                                        "clipping slows each round's push; the attackers come back every round")))
+                         "" if ok else why.get(kw["defense"], why["median"])))
     return pd.DataFrame(rows)
 
 
 register(FigureCard(
     id="flalgos-engine-backdoor-ml1m",
-    title="A model-replacement backdoor on the recommendation engine, and robust aggregation",
+    title="Model-replacement and distributed backdoors on the recommendation engine, and robust aggregation",
     caption="Backdoor success (the share of users with the attacked item in their top 10) and clean HR@10 against "
-            "rounds; 5 % of the users collude to push MovieLens-1M's least popular item, FedMF d=64 at CoLR's "
-            "settings with the FedAvg weights.",
+            "rounds; 5 % of the users collude to push MovieLens-1M's least popular item, by model replacement or "
+            "by DBA (four groups, each sending one block of the goal row), FedMF d=64 at CoLR's settings with the "
+            "FedAvg weights.",
     kind="figure", paper=_claims(("model replacement, no defense", "backdoor success >= 90 %"),
                                  ("norm clipping or median", "backdoor success < 20 %, clean accuracy within 3 "
                                                              "points")),
@@ -561,7 +567,9 @@ register(FigureCard(
     expected="Undefended, the attackers land the target item in nearly every user's top 10. The defenses made for "
              "dense updates do not stop it here: the target is rare, so few honest clients train its row in a round; "
              "clipped pushes still add up round after round, and a per-item median over a handful of clients is "
-             "often an attacker's value. Tighter clipping and the median cost the honest clients' HR@10.",
+             "often an attacker's value. Tighter clipping and the median cost the honest clients' HR@10. Krum "
+             "compares whole updates: a boosted one stands far from every honest one, so Krum drops it, as long as "
+             "no more than krum_f attackers come in a round; dropping the farthest honest updates costs little.",
     columns=("arm", "round", "hr", "backdoor_success", "bytes_up_client"),
     notes=("Ours, not a figure of a paper: the survey's backdoor and defenses on the lab's recommendation engine "
            "(its own classification tasks are the card flalgos-backdoor).",
@@ -569,31 +577,41 @@ register(FigureCard(
            "current row) for the target item, gamma the inverse of the attackers' weight in the round. The goal row "
            "points along the mean of the attackers' own user vectors, twice as long as the model's largest item row.",
            "Median and trimmed mean are taken per item over the clients that touched it (clients send no row of "
-           "items they did not touch) and scaled by those clients' total weight.",
+           "items they did not touch) and scaled by those clients' total weight. Multi-Krum (Blanchard et al. 2017) "
+           "averages the M - f clients of lowest score, f = 5 (3 attackers a round on average).",
+           "DBA (Xie et al. 2020): the attackers are dealt into 4 fixed groups; each plants one block of 16 of the "
+           "goal row's 64 coordinates, boosted by the inverse of its own group's weight.",
            "CoLR's settings: 60 clients a round (the authors' rotating schedule), E = 2, B = 256, lr 0.5, 1000 rounds, "
            "evaluation every 100 rounds."),
-    paper_ref="Bagdasaryan et al., How to backdoor federated learning (AISTATS 2020); Yin et al. 2018; Sun et al. 2019",
+    paper_ref="Bagdasaryan et al., How to backdoor federated learning (AISTATS 2020); Xie et al., DBA (ICLR 2020); "
+              "Yin et al. 2018; Sun et al. 2019; Blanchard et al. 2017",
     dataset="ml-1m"))
 
 
-# --- Ditto on the engine ------------------------------------------------------------------------------------------------
-def _engine_ditto_compute(size, progress):
-    return _sized(ex.engine_ditto_table(size, progress), size)
+# --- personal models on the engine: Ditto and APFL --------------------------------------------------------------------
+_LAG = ("a user is ranked on items it never trained on (its held-out item and sampled negatives), whose personal "
+        "rows only follow the global table, and only when the user is sampled (every 47 rounds here); what "
+        "personalizes the ranking is the user vector, which FedMF already keeps private")
 
 
-def _engine_ditto_compare(ours, paper):
-    fin = _final(ours, ["lambda"]).set_index("lambda")
-    hr = float(fin["hr"].iloc[0])
-    rows = []
-    for lam in ex.ENGINE_DITTO_LAMBDAS:
-        mine = float(fin.loc[lam, "hr_personal"])
-        rows.append(_row(f"lambda {lam:g}: final HR@10, personal models vs the global model",
-                         "personal above global (Ditto, Li et al. 2021, on their tasks)",
-                         f"{mine:.4f} vs {hr:.4f}", bool(mine > hr),
-                         "" if mine > hr else "an MF client's personal part is already its private user vector; a "
-                                              "personal item table is trained only when its user is sampled (every "
-                                              "47 rounds here) and lags the global one between"))
-    return pd.DataFrame(rows)
+def _engine_personal_compute(kind):
+    return lambda size, progress: _sized(ex.engine_personal_table(size, kind, progress), size)
+
+
+def _engine_personal_compare(kind, name, paper_ref):
+    label, _, values = ex._PERSONAL[kind]
+
+    def compare(ours, paper):
+        fin = _final(ours, [label]).set_index(label)
+        hr = float(fin["hr"].iloc[0])
+        rows = []
+        for v in values:
+            mine = float(fin.loc[v, "hr_personal"])
+            rows.append(_row(f"{label} {v:g}: final HR@10, personal models vs the global model",
+                             f"personal above global ({name}, {paper_ref}, on their tasks)",
+                             f"{mine:.4f} vs {hr:.4f}", bool(mine > hr), "" if mine > hr else _LAG))
+        return pd.DataFrame(rows)
+    return compare
 
 
 register(FigureCard(
@@ -603,8 +621,9 @@ register(FigureCard(
             "table and user vector, pulled toward the global table with strength lambda), FedMF d=64 on "
             "MovieLens-100K, 20 clients a round.",
     kind="figure", paper=_claims(("Ditto", "personalized accuracy above the global model's under heterogeneity")),
-    configs=lambda size: ex.configs(ex.engine_ditto_runs(size)), compute_fn=_engine_ditto_compute,
-    plot_fn=plots.engine_ditto, compare_fn=_engine_ditto_compare, tolerance=None,
+    configs=lambda size: ex.configs(ex.engine_ditto_runs(size)), compute_fn=_engine_personal_compute("ditto"),
+    plot_fn=plots.engine_ditto, compare_fn=_engine_personal_compare("ditto", "Ditto", "Li et al. 2021"),
+    tolerance=None,
     tolerance_text="personal HR@10 above the global model's at the last round",
     expected="Ditto's paper finds personal models above the global one when clients' data differ. Here each client "
              "already holds a private part (its user vector, trained every time it is sampled), and a personal item "
@@ -621,4 +640,78 @@ register(FigureCard(
            "MovieLens-100K, because every user's personal table must fit in memory (MovieLens-1M: 5.3 GiB); 20 "
            "clients a round in turn, E = 2, B = 256, FedAvg weights, 1000 rounds, HR@10 every 100 rounds."),
     paper_ref="Li et al., Ditto: fair and robust federated learning through personalization (ICML 2021)",
+    dataset="ml-100k"))
+
+
+register(FigureCard(
+    id="flalgos-engine-apfl-ml100k",
+    title="APFL's personal models on the recommendation engine",
+    caption="HR@10 against rounds of the global FedAvg model and of every user's APFL personal model (alpha times "
+            "its own item table plus 1 - alpha times the global one, with its own user vector), FedMF d=64 on "
+            "MovieLens-100K, 20 clients a round.",
+    kind="figure", paper=_claims(("APFL", "personalized accuracy above the global model's under heterogeneity")),
+    configs=lambda size: ex.configs(ex.engine_apfl_runs(size)), compute_fn=_engine_personal_compute("apfl"),
+    plot_fn=plots.engine_apfl, compare_fn=_engine_personal_compare("apfl", "APFL", "Deng et al. 2020"),
+    tolerance=None,
+    tolerance_text="personal HR@10 above the global model's at the last round",
+    expected="APFL's paper finds the mixed personal models above the global one when clients' data differ. Here the "
+             "global part of the mixture is always the current global table, so a small alpha stays near the global "
+             "model's quality; alpha = 1 is local training alone and falls the furthest behind.",
+    columns=("alpha", "round", "hr", "hr_personal", "ndcg", "ndcg_personal"),
+    notes=("Ours, not a figure of a paper: APFL (Deng et al. 2020, Alg. 1, alpha fixed) on the lab's recommendation "
+           "engine; the topic's own digits tasks are the card flalgos-personalization.",
+           "Each sampled client trains the global update as usual, then its own table through the mixture alpha V_u "
+           "+ (1 - alpha) Q on the same batches, Q the table it received (in Alg. 1 the client's copy of the global "
+           "model moves during those steps); nothing personal is sent. Personal HR@10: every user ranked with "
+           "alpha V_u + (1 - alpha) Q of the current Q.",
+           "MovieLens-100K, because every user's personal table must fit in memory twice (for the mixture); 20 "
+           "clients a round in turn, E = 2, B = 256, FedAvg weights, 1000 rounds, HR@10 every 100 rounds."),
+    paper_ref="Deng, Kamani, Mahdavi, Adaptive personalized federated learning (2020)",
+    dataset="ml-100k"))
+
+
+
+def _engine_personal_all_compare(ours, paper):
+    fin = _final(ours, ["arm"]).set_index("arm")
+    fedavg = float(fin.loc[ex.ENGINE_PERSONAL_ARMS[0][0], "hr"])
+    rows = []
+    for arm, _ in ex.ENGINE_PERSONAL_ARMS[1:]:
+        mine, own = float(fin.loc[arm, "hr_personal"]), float(fin.loc[arm, "hr"])
+        ok = mine > fedavg
+        rows.append(_row(f"{arm}: final HR@10, personal models vs FedAvg's global model (its own global model)",
+                         "personal above global (the issue's target on digits; each paper on its tasks)",
+                         f"{mine:.4f} vs {fedavg:.4f} ({own:.4f})", bool(ok), "" if ok else _UNTRAINED))
+    return pd.DataFrame(rows)
+
+
+_UNTRAINED = ("a user is ranked on items it never trained on (its held-out item and sampled negatives), and a "
+              "personal step moves only the rows of the items in its batches; what personalizes the ranking is the "
+              "user vector, which FedMF already keeps private")
+
+register(FigureCard(
+    id="flalgos-engine-personal-ml100k",
+    title="Ditto, APFL, pFedMe and Per-FedAvg on the recommendation engine",
+    caption="HR@10 against rounds of FedAvg's global model and of each method's personal models (dashed; thin: "
+            "that run's own global model), FedMF d=64 on MovieLens-100K, 20 clients a round.",
+    kind="figure", paper=_claims(("Ditto, APFL, pFedMe, Per-FedAvg",
+                                  "personalized accuracy above the global model's under heterogeneity")),
+    configs=lambda size: ex.configs(ex.engine_personal_compare_runs(size)),
+    compute_fn=lambda size, progress: _sized(ex.engine_personal_compare_table(size, progress), size),
+    plot_fn=plots.engine_personal_compare, compare_fn=_engine_personal_all_compare, tolerance=None,
+    tolerance_text="each method's personal HR@10 above FedAvg's global HR@10 at the last round",
+    expected="On their papers' tasks every method's personal models beat the global one. Here a user is ranked on "
+             "items it never trained: personal item rows can only follow the global table there, and the user "
+             "vector is already private in FedMF. pFedMe and Per-FedAvg also change the global update, and their "
+             "global models learn more slowly than FedAvg's.",
+    columns=("arm", "round", "hr", "hr_personal", "ndcg", "ndcg_personal"),
+    notes=("Ours, not a figure of a paper: the survey's four personalizations on the lab's recommendation engine; "
+           "the topic's own digits tasks are the card flalgos-personalization.",
+           "Ditto and APFL train a personal model beside FedAvg's update (nothing personal is sent); pFedMe sends "
+           "its local model w, pulled toward the personal theta (K = 5 steps of theta per batch, both steps at lr "
+           "0.5, server beta = 1); Per-FedAvg sends the first-order meta-update over pairs of batches, and every "
+           "user's personal model is one step of size alpha from the current global model on its training data.",
+           "MovieLens-100K, so that every user's personal table fits in memory (Ditto, APFL, pFedMe; 406 MB); 20 "
+           "clients a round in turn, E = 2, B = 256, FedAvg weights, lr 0.5, 1000 rounds, HR@10 every 100 rounds."),
+    paper_ref="Li et al. 2021 (Ditto); Deng et al. 2020 (APFL); Dinh et al. 2020 (pFedMe); Fallah et al. 2020 "
+              "(Per-FedAvg)",
     dataset="ml-100k"))

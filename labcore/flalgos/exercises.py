@@ -190,17 +190,19 @@ def check_secagg_threshold(answer, n_sampled: int = 20, share: float = 0.5) -> F
                     f"{answer} is not it: the server needs strictly more than {share:g} x {n_sampled} survivors")
 
 
-def backdoor_runs(defenses=("none", "clip", "median"), attacker_share: float = 0.1, rounds: int = 6):
-    """FedMF on the notebook's small engine run with a share of attackers pushing the least popular item, under each
-    defense: the last round's HR@10 and backdoor success, one row per defense."""
+def backdoor_runs(defenses=("none", "clip", "median"), attacker_share: float = 0.1, rounds: int = 6,
+                  attack: str = "replacement", krum_f: int = 4):
+    """FedMF on the notebook's small engine run with a share of attackers pushing the least popular item
+    (`attack`: "replacement" or "dba"), under each defense: the last round's HR@10 and backdoor success, one row
+    per defense. Krum tolerates `krum_f` attackers a round (about twice the 2 of the run's 20 clients)."""
     import pandas as pd
 
     from ..fed.engine import run
 
     rows = []
     for d in defenses:
-        cfg = engine_config(method="fedmf", aggregation="weighted", attack="replacement", attacker_share=attacker_share,
-                            defense=d, rounds=rounds, eval_every=rounds)
+        cfg = engine_config(method="fedmf", aggregation="weighted", attack=attack, attacker_share=attacker_share,
+                            defense=d, krum_f=krum_f, rounds=rounds, eval_every=rounds)
         last = run(cfg, progress=False).table.dropna(subset=["hr"]).iloc[-1]
         rows.append({"defense": d, "HR@10": round(float(last["hr"]), 4),
                      "backdoor success": round(float(last["backdoor_success"]), 4)})
@@ -220,21 +222,54 @@ def check_replacement_boost(answer, attackers_weight: float = 0.04) -> Feedback:
                     f"{answer} is not it: after the weighted average, what is left of gamma x (goal - row)?")
 
 
-def ditto_quality(lambdas=(0.01, 1.0), rounds: int = 6):
-    """FedMF on the notebook's small engine run with Ditto: the last round's HR@10 of the global model and of the
-    personal models, one row per lambda."""
+def check_krum_counts(answer, clients: int = 60, f: int = 5) -> Feedback:
+    """Multi-Krum with this many clients in a round and krum_f = f: how many neighbours enter each client's score,
+    and how many clients does the server average? Answer a pair."""
+    if missing(answer):
+        return todo(f"a pair (neighbours in a score, clients averaged) for {clients} clients and krum_f = {f}")
+    want = (clients - f - 2, clients - f)
+    ok = isinstance(answer, (tuple, list)) and len(answer) == 2 and tuple(int(a) for a in answer) == want
+    return Feedback(ok, f"{want}: each score sums the squared distances to the M - f - 2 nearest (so that up to f "
+                        "attackers plus the client itself leave honest neighbours in it), and the M - f lowest "
+                        "scores are averaged" if ok else
+                    f"{answer} is not it: Krum tolerates f attackers among M = {clients}; count the neighbours that "
+                    "stay honest, then how many clients survive once the f highest scores are dropped")
+
+
+def personal_quality(values=(0.01, 1.0), rounds: int = 6, kind: str = "ditto"):
+    """FedMF on the notebook's small engine run with personal models (`kind` "ditto" or "pfedme", values of lambda;
+    "apfl" or "perfedavg", values of alpha): the last round's HR@10 of the global model and of the personal models,
+    one row per value."""
     import pandas as pd
 
     from ..fed.engine import run
 
+    label, field = {"ditto": ("lambda", "ditto_lambda"), "apfl": ("alpha", "apfl_alpha"),
+                    "pfedme": ("lambda", "pfedme_lambda"), "perfedavg": ("alpha", "perfedavg_alpha")}[kind]
     rows = []
-    for lam in lambdas:
-        cfg = engine_config(method="fedmf", aggregation="weighted", personalization="ditto", ditto_lambda=lam,
-                            rounds=rounds, eval_every=rounds)
+    for v in values:
+        cfg = engine_config(method="fedmf", aggregation="weighted", personalization=kind, rounds=rounds,
+                            eval_every=rounds, **{field: v})
         last = run(cfg, progress=False).table.dropna(subset=["hr"]).iloc[-1]
-        rows.append({"lambda": lam, "global HR@10": round(float(last["hr"]), 4),
+        rows.append({label: v, "global HR@10": round(float(last["hr"]), 4),
                      "personal HR@10": round(float(last["hr_personal"]), 4)})
     return pd.DataFrame(rows)
+
+
+def ditto_quality(lambdas=(0.01, 1.0), rounds: int = 6):
+    """Ditto's `personal_quality`, one row per lambda."""
+    return personal_quality(lambdas, rounds, "ditto")
+
+
+def check_apfl_gradient_share(answer, alpha: float = 0.25) -> Feedback:
+    """APFL scores with alpha V_u + (1 - alpha) Q: which share of the mixed row's gradient reaches V_u's row?"""
+    if missing(answer):
+        return todo(f"a number: the factor on V_u's gradient when alpha = {alpha:g}")
+    ok = close(answer, alpha, rel=0.01)
+    return Feedback(ok, f"{alpha:g}: the chain rule through alpha V_u + (1 - alpha) Q gives V_u alpha times the "
+                        "mixed row's gradient; with alpha = 1 the personal table learns alone, with alpha = 0 not at "
+                        "all (the personal model is then the global one)" if ok else
+                    f"{answer} is not it: differentiate alpha V_u + (1 - alpha) Q with respect to V_u")
 
 
 def check_ditto_full_pull(answer, lr: float = 0.5) -> Feedback:
@@ -247,3 +282,14 @@ def check_ditto_full_pull(answer, lr: float = 0.5) -> Feedback:
                         "personal model then forgets itself every step, and beyond it overshoots, so the config "
                         "refuses lambda >= 1 / lr)" if ok else
                     f"{answer} is not it: a row no batch touches moves by lr x lambda x (V - Q) per step")
+
+
+def check_pfedme_local_step(answer, lr: float = 0.5, lam: float = 1.0) -> Feedback:
+    """pFedMe: after a batch's K personal steps, which share of its gap to theta does the local model w close?"""
+    if missing(answer):
+        return todo(f"a number: the share of (w - theta) that w moves with lr = {lr:g}, lambda = {lam:g}")
+    share = lr * lam
+    ok = close(answer, share, rel=0.01)
+    return Feedback(ok, f"{share:g}: w <- w - lr lambda (w - theta), so w covers lr x lambda of the gap each batch; "
+                        "what it sends is the sum of those moves, not theta itself" if ok else
+                    f"{answer} is not it: write pFedMe's update of w after the personal steps")

@@ -332,13 +332,19 @@ ENGINE_BACKDOOR_ARMS = (("FedAvg, no attack", {}),
                         ("clip 20", {"attack": "replacement", "defense": "clip", "clip_norm": 20.0}),
                         ("clip 10", {"attack": "replacement", "defense": "clip", "clip_norm": 10.0}),
                         ("median", {"attack": "replacement", "defense": "median"}),
-                        ("trimmed mean 20 %", {"attack": "replacement", "defense": "trimmed", "trim_frac": 0.2}))
+                        ("trimmed mean 20 %", {"attack": "replacement", "defense": "trimmed", "trim_frac": 0.2}),
+                        ("Krum f=5", {"attack": "replacement", "defense": "krum", "krum_f": 5}),
+                        ("DBA, attacked", {"attack": "dba"}),
+                        ("DBA, clip 10", {"attack": "dba", "defense": "clip", "clip_norm": 10.0}),
+                        ("DBA, Krum f=5", {"attack": "dba", "defense": "krum", "krum_f": 5}))
 
 
 def engine_backdoor_runs(size: str):
     """FedMF d=64 on MovieLens-1M at CoLR's settings with the FedAvg weights; 5 % of the users attack the least
     popular item by model replacement, against no defense, norm clipping (20 and 10: about twice and once an
-    honest update's median norm) and the per-item median and trimmed mean; smoke: the small synthetic set."""
+    honest update's median norm), the per-item median and trimmed mean and multi-Krum (f = 5, about the attackers
+    of a round and a half); then by DBA (4 groups, one block of the target row each), undefended, clipped and
+    against Krum; smoke: the small synthetic set."""
     from ..config import RunConfig, paper_ml1m
 
     out = []
@@ -365,30 +371,76 @@ def engine_backdoor_table(size: str, progress: bool = False) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-# --- Ditto's personal models on the engine (MovieLens-100K) -------------------------------------------------------
+# --- personal models on the engine: Ditto and APFL (MovieLens-100K) -----------------------------------------------
 ENGINE_DITTO_LAMBDAS = (0.01, 0.1, 1.0, 1.9)
+ENGINE_APFL_ALPHAS = (0.25, 0.5, 0.75, 1.0)
+_PERSONAL = {"ditto": ("lambda", "ditto_lambda", ENGINE_DITTO_LAMBDAS), "apfl": ("alpha", "apfl_alpha",
+                                                                                ENGINE_APFL_ALPHAS)}
+
+
+def engine_personal_runs(size: str, kind: str):
+    """FedMF d=64 on MovieLens-100K (every user's personal table fits: 943 x 1,682 x 64 floats, 406 MB), 20
+    clients a round in turn (each user every 47 rounds), E = 2, B = 256, lr 0.5, the FedAvg weights, 1000 rounds;
+    one run per Ditto lambda or APFL alpha (`kind`; the global model is the same FedAvg run in each); smoke: the
+    small synthetic set."""
+    from ..config import RunConfig
+
+    label, field, values = _PERSONAL[kind]
+    return [({label: v}, RunConfig(**_personal_base(size), personalization=kind, **{field: v})) for v in values]
+
+
+def _personal_base(size: str) -> dict:
+    base = (dict(dataset="ml-100k", dim=64, clients_per_round=20, local_epochs=2, batch_size=256, rounds=1000,
+                 eval_every=100, rank_every=0, client_schedule="rotating") if size == "full" else ENGINE_SMOKE)
+    return {**base, "method": "fedmf", "aggregation": "weighted"}
 
 
 def engine_ditto_runs(size: str):
-    """FedMF d=64 on MovieLens-100K (every user's personal table fits: 943 x 1,682 x 64 floats, 406 MB), 20
-    clients a round in turn (each user every 47 rounds), E = 2, B = 256, lr 0.5, the FedAvg weights, 1000 rounds;
-    one run per Ditto lambda (the global model is the same FedAvg run in each); smoke: the small synthetic set."""
-    from ..config import RunConfig
-
-    base = (dict(dataset="ml-100k", dim=64, clients_per_round=20, local_epochs=2, batch_size=256, rounds=1000,
-                 eval_every=100, rank_every=0, client_schedule="rotating") if size == "full" else ENGINE_SMOKE)
-    return [({"lambda": lam}, RunConfig(**base, method="fedmf", aggregation="weighted", personalization="ditto",
-                                        ditto_lambda=lam)) for lam in ENGINE_DITTO_LAMBDAS]
+    return engine_personal_runs(size, "ditto")
 
 
-def engine_ditto_table(size: str, progress: bool = False) -> pd.DataFrame:
+def engine_apfl_runs(size: str):
+    return engine_personal_runs(size, "apfl")
+
+
+def engine_personal_table(size: str, kind: str, progress: bool = False) -> pd.DataFrame:
     from ..figures.runs import run_all
 
-    runs = engine_ditto_runs(size)
+    runs = engine_personal_runs(size, kind)
+    label = _PERSONAL[kind][0]
     frames = []
     for (labels, _), res in zip(runs, run_all([c for _, c in runs], progress)):
         t = res.table.dropna(subset=["hr"]).reindex(columns=["round", "hr", "hr_personal", "ndcg", "ndcg_personal"])
         t["round"] = t["round"] + 1
-        t.insert(0, "lambda", labels["lambda"])
+        t.insert(0, label, labels[label])
+        frames.append(t)
+    return pd.concat(frames, ignore_index=True)
+
+
+# --- the four personalizations against FedAvg on the engine (MovieLens-100K) ----------------------------------------
+ENGINE_PERSONAL_ARMS = (("FedAvg", {}),
+                        ("Ditto lambda=1", {"personalization": "ditto", "ditto_lambda": 1.0}),
+                        ("APFL alpha=0.25", {"personalization": "apfl", "apfl_alpha": 0.25}),
+                        ("pFedMe lambda=1 K=5", {"personalization": "pfedme", "pfedme_lambda": 1.0,
+                                                 "pfedme_steps": 5}),
+                        ("Per-FedAvg alpha=0.5", {"personalization": "perfedavg", "perfedavg_alpha": 0.5}))
+
+
+def engine_personal_compare_runs(size: str):
+    """FedAvg and one setting of each personalization at `engine_personal_runs`' settings (MovieLens-100K)."""
+    from ..config import RunConfig
+
+    return [({"arm": label}, RunConfig(**_personal_base(size), **arm)) for label, arm in ENGINE_PERSONAL_ARMS]
+
+
+def engine_personal_compare_table(size: str, progress: bool = False) -> pd.DataFrame:
+    from ..figures.runs import run_all
+
+    runs = engine_personal_compare_runs(size)
+    frames = []
+    for (labels, _), res in zip(runs, run_all([c for _, c in runs], progress)):
+        t = res.table.dropna(subset=["hr"]).reindex(columns=["round", "hr", "hr_personal", "ndcg", "ndcg_personal"])
+        t["round"] = t["round"] + 1
+        t.insert(0, "arm", labels["arm"])
         frames.append(t)
     return pd.concat(frames, ignore_index=True)

@@ -170,30 +170,56 @@ def engine_dropout(df: pd.DataFrame, paper=None):
 
 
 def engine_backdoor(df: pd.DataFrame, paper=None):
-    """Backdoor success and clean HR@10 against rounds, one line per defense."""
+    """Backdoor success and clean HR@10 against rounds, one line per arm (DBA's arms dashed)."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("backdoor success (target in the top 10)", "clean HR@10"))
     colors = dict(zip(df["arm"].unique(), px.colors.qualitative.D3))
     for arm, d in df.groupby("arm", sort=False):
+        line = dict(color=colors[arm], dash="dash" if arm.startswith("DBA") else "solid")
         if d["backdoor_success"].notna().any():
-            fig.add_trace(go.Scatter(x=d["round"], y=d["backdoor_success"], name=arm, legendgroup=arm,
-                                     line=dict(color=colors[arm])), row=1, col=1)
+            fig.add_trace(go.Scatter(x=d["round"], y=d["backdoor_success"], name=arm, legendgroup=arm, line=line),
+                          row=1, col=1)
         fig.add_trace(go.Scatter(x=d["round"], y=d["hr"], name=arm, legendgroup=arm,
-                                 showlegend=not d["backdoor_success"].notna().any(),
-                                 line=dict(color=colors[arm])), row=1, col=2)
+                                 showlegend=not d["backdoor_success"].notna().any(), line=line), row=1, col=2)
     for col in (1, 2):
         fig.update_xaxes(title_text="round", row=1, col=col)
     fig.update_yaxes(range=[0, 1.05], tickformat=".0%", row=1, col=1)
-    return _layout(fig, _title(df, "A model-replacement backdoor and robust aggregation: FedMF on MovieLens-1M"))
+    return _layout(fig, _title(df, "Model-replacement and distributed backdoors against robust aggregation: FedMF on "
+                                   "MovieLens-1M"))
 
 
-def engine_ditto(df: pd.DataFrame, paper=None):
-    """HR@10 against rounds: the global model (one FedAvg curve) and each lambda's personal models."""
+def _engine_personal(df: pd.DataFrame, label: str, name: str) -> go.Figure:
+    """HR@10 against rounds: the global model (one FedAvg curve) and each setting's personal models."""
     fig = go.Figure()
-    g = df[df["lambda"] == df["lambda"].iloc[0]]
+    g = df[df[label] == df[label].iloc[0]]
     fig.add_trace(go.Scatter(x=g["round"], y=g["hr"], name="global model (FedAvg)", line=dict(color="black", width=3)))
-    for (lam, d), color in zip(df.groupby("lambda", sort=False), px.colors.qualitative.D3):
-        fig.add_trace(go.Scatter(x=d["round"], y=d["hr_personal"], name=f"Ditto personal, lambda {lam:g}",
+    for (v, d), color in zip(df.groupby(label, sort=False), px.colors.qualitative.D3):
+        fig.add_trace(go.Scatter(x=d["round"], y=d["hr_personal"], name=f"{name} personal, {label} {v:g}",
                                  line=dict(color=color, dash="dash")))
     fig.update_xaxes(title_text="round")
     fig.update_yaxes(title_text="HR@10")
-    return _layout(fig, _title(df, "Ditto's personal models against the global model: FedMF on MovieLens-100K"))
+    return _layout(fig, _title(df, f"{name}'s personal models against the global model: FedMF on MovieLens-100K"))
+
+
+def engine_ditto(df: pd.DataFrame, paper=None):
+    return _engine_personal(df, "lambda", "Ditto")
+
+
+def engine_apfl(df: pd.DataFrame, paper=None):
+    return _engine_personal(df, "alpha", "APFL")
+
+
+
+def engine_personal_compare(df: pd.DataFrame, paper=None):
+    """HR@10 against rounds: FedAvg's global model, and each method's personal models (dashed) and global model."""
+    fig = go.Figure()
+    arms = list(df["arm"].unique())
+    for arm, color in zip(arms, ["black"] + list(px.colors.qualitative.D3)):
+        d = df[df["arm"] == arm]
+        fig.add_trace(go.Scatter(x=d["round"], y=d["hr"], name=f"{arm}: global model", legendgroup=arm,
+                                 line=dict(color=color, width=3 if arm == arms[0] else 1)))
+        if d["hr_personal"].notna().any():
+            fig.add_trace(go.Scatter(x=d["round"], y=d["hr_personal"], name=f"{arm}: personal models",
+                                     legendgroup=arm, line=dict(color=color, dash="dash")))
+    fig.update_xaxes(title_text="round")
+    fig.update_yaxes(title_text="HR@10")
+    return _layout(fig, _title(df, "Personal models against the global model: FedMF on MovieLens-100K"))

@@ -7,9 +7,9 @@ and uniform negatives, takes the BCE gradient of sigma(p_u . q_i) for Q (returne
 correct it) and moves p_u by the same step size (the user's own SGD). Evaluation is the core's protocol:
 HR@10 of the held-out item among its sampled negatives (`labcore.metrics.ranking`).
 
-FedProx, SCAFFOLD, q-FFL and the server optimizers also run on the core engine (`RunConfig.prox_mu`, `scaffold`,
-`qffl_q`, `server_optimizer`; cards `flalgos-engine-ml1m`, `flalgos-engine-drift-ml1m`). This task stays for what
-the engine has no hook for: personal models (Ditto, pFedMe, APFL, Per-FedAvg), stragglers and robust aggregation.
+Every algorithm here also runs on the core engine (`RunConfig.prox_mu`, `scaffold`, `qffl_q`, `server_optimizer`,
+`stragglers`, `personalization`, `attack`, `defense`; the cards `flalgos-engine-*`). This task stays as the topic's
+own small MF problem, where all of `strategies.py` runs through one code path beside the classification tasks.
 """
 from __future__ import annotations
 

@@ -11,7 +11,8 @@ def hit_ratio_ndcg(P: torch.Tensor, Q: torch.Tensor, test_items: np.ndarray, neg
 
     rank = number of negatives scored strictly above the test item (ties count
     in the test item's favour, as in NCF's evaluation). Q: the item table (N, d),
-    or every user's own (n_users, N, d) (personal models).
+    every user's own (n_users, N, d) (personal models), or a function of (users (U, 1), items (U, K)) giving
+    those users' rows of those items (U, K, d) (personal models not held as whole tables).
     """
     users = np.nonzero(test_items >= 0)[0]
     if users.size == 0:
@@ -21,7 +22,10 @@ def hit_ratio_ndcg(P: torch.Tensor, Q: torch.Tensor, test_items: np.ndarray, neg
     neg = torch.from_numpy(negatives[users])
     valid_neg = neg >= 0
     pu = P[u]
-    if Q.dim() == 3:
+    if callable(Q):
+        s_pos = (pu * Q(u[:, None], pos[:, None])[:, 0]).sum(-1)
+        s_neg = (pu[:, None, :] * Q(u[:, None], neg.clamp(min=0))).sum(-1)
+    elif Q.dim() == 3:
         s_pos = (pu * Q[u, pos]).sum(-1)
         s_neg = (pu[:, None, :] * Q[u[:, None], neg.clamp(min=0)]).sum(-1)
     else:

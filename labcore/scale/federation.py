@@ -59,8 +59,8 @@ def check_supported(cfg: RunConfig) -> None:
         if getattr(cfg, name) != plain:
             raise ValueError(f"{name}={getattr(cfg, name)!r} is not available over Flower: allowed value is "
                              f"{plain!r} (FedAvg with every sampled client; FedProx, SCAFFOLD, q-FFL, the server "
-                             "optimizers, stragglers, dropout, the backdoor, the defenses and Ditto run in the lab's "
-                             "engine)")
+                             "optimizers, stragglers, dropout, the backdoors, the defenses and the personal models run "
+                             "in the lab's engine)")
 
 
 def partition(n_users: int, nodes: int) -> list[np.ndarray]:
