@@ -6,10 +6,12 @@ import torch
 
 from labcore.config import ConfigError, RunConfig, check_personal
 from labcore.fed import sampling as S
-from labcore.fed.engine import Simulation, run
+from labcore.fed.engine import Simulation
 from labcore.fed.loop_oracle import perfedavg_loop, pfedme_loop
 from labcore.fed.meta_train import perfedavg_personal, train_perfedavg, train_pfedme
 from labcore.metrics import hit_ratio_ndcg
+
+from conftest import assert_a_stopped_run_resumes
 
 FAST = dict(method="fedmf", aggregation="weighted", clients_per_round=8, local_epochs=2, batch_size=16, dim=8,
             eval_every=3, rounds=6, rank_every=0)
@@ -88,13 +90,7 @@ def test_per_fedavg_evaluation_with_alpha_near_zero_is_the_global_evaluation(tin
 
 @pytest.mark.parametrize("kind", ["pfedme", "perfedavg"])
 def test_a_stopped_run_resumes_to_the_same_personal_numbers(tiny, tmp_path, kind):
-    cfg = RunConfig(personalization=kind, **{**FAST, "rounds": 9})
-    full = run(cfg, data=tiny, use_cache=False, progress=False)
-    stops = iter([False] * 4 + [True])
-    run(cfg, data=tiny, cache_dir=tmp_path, progress=False, should_stop=lambda: next(stops))
-    resumed = run(cfg, data=tiny, cache_dir=tmp_path, progress=False)
-    assert resumed.table["hr_personal"].dropna().tolist() == full.table["hr_personal"].dropna().tolist()
-    assert resumed.table["loss"].tolist() == full.table["loss"].tolist()
+    assert_a_stopped_run_resumes(RunConfig(personalization=kind, **{**FAST, "rounds": 9}), tiny, tmp_path, 4)
 
 
 def test_settings_pfedme_and_per_fedavg_cannot_run_with_are_refused_naming_the_field(tiny):

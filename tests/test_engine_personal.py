@@ -7,11 +7,13 @@ import torch
 
 from labcore.config import ConfigError, RunConfig, check_personal
 from labcore.fed import sampling as S
-from labcore.fed.engine import Simulation, run
+from labcore.fed.engine import Simulation
 from labcore.fed.loop_oracle import train_clients_loop
 from labcore.fed.personal import PersonalModels, train_personal
 from labcore.metrics import hit_ratio_ndcg
 from labcore.scale.federation import check_supported
+
+from conftest import assert_a_stopped_run_resumes
 
 FAST = dict(method="fedmf", aggregation="weighted", clients_per_round=8, local_epochs=2, batch_size=16, dim=8,
             eval_every=3, rounds=6, rank_every=0)
@@ -108,14 +110,10 @@ def test_apfl_leaves_the_global_model_and_the_wire_as_fedavg_and_its_personal_qu
     assert b["hr_personal"] != c["hr_personal"] or b["ndcg_personal"] != c["ndcg_personal"]
 
 
-def test_a_stopped_ditto_run_resumes_to_the_same_personal_numbers(tiny, tmp_path):
-    cfg = RunConfig(personalization="ditto", ditto_lambda=0.5, **{**FAST, "rounds": 9})
-    full = run(cfg, data=tiny, use_cache=False, progress=False)
-    stops = iter([False] * 4 + [True])
-    run(cfg, data=tiny, cache_dir=tmp_path, progress=False, should_stop=lambda: next(stops))
-    resumed = run(cfg, data=tiny, cache_dir=tmp_path, progress=False)
-    assert resumed.table["hr_personal"].dropna().tolist() == full.table["hr_personal"].dropna().tolist()
-    assert resumed.table["loss"].tolist() == full.table["loss"].tolist()
+@pytest.mark.parametrize("kind", ["ditto", "apfl"])
+def test_a_stopped_run_resumes_to_the_same_personal_numbers(tiny, tmp_path, kind):
+    cfg = RunConfig(personalization=kind, ditto_lambda=0.5, **{**FAST, "rounds": 9})
+    assert_a_stopped_run_resumes(cfg, tiny, tmp_path, 4)
 
 
 def test_settings_ditto_cannot_run_with_are_refused_naming_the_field(tiny):
