@@ -9,8 +9,8 @@
     defenses.py     median, trimmed mean, Krum, norm clipping (+ noise)
     simulation.py   one run: cohort, stragglers, dropouts, secure aggregation, payload ledger; cached `run(cfg)`
     loop_oracle.py  the same local training client by client (benchmark baseline, test oracle)
-    experiments.py  the cards' experiments (smoke and full sizes); `engine_runs`: FedProx and the server
-                    optimizers on the lab's engine (FedMF, CoLR; `labcore.fed.server_opt`)
+    experiments.py  the cards' experiments (smoke and full sizes); the `engine_*` ones run every algorithm,
+                    attack, defense and personalization on the lab's engine (`labcore.fed`, RunConfig fields)
     cards.py        figure cards;  plots.py  plotly figures;  page.py  the app page
     exercises.py    the notebook's checks and its base config `lab_config`
     topic.py        the topic's declaration
