@@ -437,6 +437,23 @@ def _sweep_one(pg, name, control, changes: int, seen_while: dict) -> None:
     assert _value(pg, control) == start, (name, control, "could not be put back")
 
 
+def _bring(pg, name, control, seen_while: dict) -> list:
+    """Put `control` on screen. One shown only under another control's value gets that value set first, and that
+    control in turn its own (a select that only another choice shows, and a slider only its choice shows).
+    Returns the (control, value before) pairs set, outermost first, to put back."""
+    if _reveal(pg, control):
+        return []
+    recipe = seen_while.get(control)
+    assert recipe, (name, control, "not on screen and no control shows it")
+    parent, value = recipe
+    undo = _bring(pg, name, parent, seen_while)
+    start = _value(pg, parent)
+    _set(pg, parent, value)
+    _idle(pg, timeout=240)
+    assert _reveal(pg, control), (name, control, "not shown by", parent, value)
+    return undo + [(parent, start)]
+
+
 def _classroom_pages() -> list:
     from labcore.app.pages import CORE_PAGES, pages
 
@@ -463,21 +480,12 @@ def test_every_control_of_every_page_sticks_five_times_in_a_row(server, page, na
         control = queue.pop(0)
         if control in done:
             continue
-        recipe = None
-        if not _reveal(page, control):  # shown only under another control's value: set that one first
-            recipe = seen_while.get(control)
-            assert recipe, (name, control, "not on screen and no control shows it")
-            parent, value = recipe
-            assert _reveal(page, parent), (name, control, parent)
-            parent_start = _value(page, parent)
-            _set(page, parent, value)
-            _idle(page, timeout=240)
-            assert _reveal(page, control), (name, control, "not shown by", parent, value)
+        undo = _bring(page, name, control, seen_while)
         _sweep_one(page, name, control, 5, seen_while)
         done.add(control)
-        if recipe:
-            _reveal(page, recipe[0])
-            _set(page, recipe[0], parent_start)
+        for parent, start in reversed(undo):  # put the controls that showed it back, innermost first
+            _reveal(page, parent)
+            _set(page, parent, start)
             _idle(page, timeout=240)
         queue += [c for c in seen_while if c not in done and c not in queue]
     print(f"{name}: {len(done)} controls changed five times each:", ", ".join(label for _, label, _ in done))
