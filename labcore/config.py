@@ -365,8 +365,9 @@ def check_personal(c: RunConfig, n_users: int, n_items: int) -> None:
                     "whole item table and its user vector")
     for field, f in (("ditto_lambda", "ditto"), ("pfedme_lambda", "pfedme")):
         if c.personalization == f and c.lr * getattr(c, field) >= 1:
+            toward = "the global table" if f == "ditto" else "the local model w (and w toward it)"
             fail(field, getattr(c, field), f"must be below {1 / c.lr:.4g} with lr={c.lr:g}: every personal step "
-                                           "pulls the table toward the global one by lr x lambda of the gap")
+                                           f"pulls the personal table toward {toward} by lr x lambda of the gap")
     if c.personalization in ("pfedme", "perfedavg"):  # they replace the local training, as these do
         for field, value in (("scaffold", c.scaffold), ("qffl_q", c.qffl_q), ("prox_mu", c.prox_mu)):
             if value:
