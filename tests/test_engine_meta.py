@@ -26,6 +26,13 @@ def _tables(tiny, seed=0):
     return torch.randn(tiny.n_items, 8, generator=g) * 0.3, torch.randn(tiny.n_users, 8, generator=g) * 0.3
 
 
+def test_one_step_of_the_schedule_is_that_slice_of_the_dense_schedule(tiny):
+    plan = _plan(tiny, epochs=1, batch=8)
+    steps = plan.steps
+    for t in range(steps.shape[0] + 1):  # one past the end: every client is done
+        assert np.array_equal(plan.step(t), steps[t] if t < len(steps) else np.full(steps.shape[1:], -1))
+
+
 @pytest.mark.parametrize("lam, K", [(0.5, 1), (1.5, 3)])
 def test_a_pfedme_round_matches_a_per_client_reference(tiny, lam, K):
     Q, P = _tables(tiny)

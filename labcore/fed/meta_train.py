@@ -95,10 +95,9 @@ def train_pfedme(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
     rnd = _Round.of(plan, Q)
     Dw, Dt = torch.zeros_like(rnd.Qr), torch.zeros_like(rnd.Qr)
     pw, pt = p0.clone(), p0.clone()
-    steps = plan.steps
     loss_sum, n_samples = 0.0, 0
-    for t in range(steps.shape[0]):
-        b = _Batch(plan, rnd, steps[t], Q.dtype)
+    for t in range(plan.n_active.shape[0]):
+        b = _Batch(plan, rnd, plan.step(t), Q.dtype)
         who = b.who
         pull = torch.zeros(len(Dt), 1, dtype=Dt.dtype)
         pull[b.rows_on] = lr * lam  # on every row of theirs in the round (others: theta = w there)
@@ -120,12 +119,12 @@ def train_perfedavg(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: floa
     """The cohort's Per-FedAvg (first-order) round: the update w - Q to send."""
     rnd = _Round.of(plan, Q)
     Dw, pw = torch.zeros_like(rnd.Qr), p0.clone()
-    steps, n_steps = plan.steps, plan.n_steps
     loss_sum, n_samples = 0.0, 0
-    for t in range(0, steps.shape[0], 2):
-        first = _Batch(plan, rnd, steps[t], Q.dtype)
-        paired = (n_steps > t + 1)[:, None]  # an odd last batch is both D and D'
-        second = _Batch(plan, rnd, np.where(paired, steps[min(t + 1, steps.shape[0] - 1)], steps[t]), Q.dtype)
+    for t in range(0, plan.n_active.shape[0], 2):
+        now = plan.step(t)
+        first = _Batch(plan, rnd, now, Q.dtype)
+        paired = (plan.n_steps > t + 1)[:, None]  # an odd last batch is both D and D'
+        second = _Batch(plan, rnd, np.where(paired, plan.step(t + 1), now), Q.dtype)
         who = first.who  # the same clients take both halves
         loss, grad_p, uniq, grad_rows = first.grads(Dw, rnd.Qr, pw[who], weight_decay)
         loss_sum, n_samples = loss_sum + loss, n_samples + int(first.bs.sum())
@@ -142,8 +141,7 @@ def perfedavg_personal(Q: torch.Tensor, P: torch.Tensor, plan: RoundPlan, alpha:
     """Every planned user's personal model: one step of size alpha from (Q, P[plan.clients]) on its first batch of
     `plan`. Returns the user vectors (M, d) and the item-row changes (the rows that batch touched)."""
     rnd = _Round.of(plan, Q)
-    first = plan.steps[0] if plan.steps.shape[0] else np.full((plan.n_clients, 1), -1)
-    b = _Batch(plan, rnd, first, Q.dtype)
+    b = _Batch(plan, rnd, plan.step(0), Q.dtype)
     p_new = P[torch.from_numpy(plan.clients.astype(np.int64))]  # a fancy-indexed copy
     _, grad_p, uniq, grad_rows = b.grads(torch.zeros_like(rnd.Qr), rnd.Qr, p_new[b.who], weight_decay)
     p_new[b.who] -= alpha * grad_p

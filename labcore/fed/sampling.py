@@ -125,6 +125,14 @@ class RoundPlan:
         steps[row_t, self.order[row_m]] = self.slots
         return steps
 
+    def step(self, t: int) -> np.ndarray:
+        """(M, B) sample index or -1: `steps[t]` alone, without building the whole dense schedule."""
+        out = np.full((self.n_clients, self.slots.shape[1]), -1, dtype=np.int64)
+        if t < self.n_active.shape[0]:
+            lo, n = int(self.offsets[t]), int(self.n_active[t])
+            out[self.order[:n]] = self.slots[lo: lo + n]
+        return out
+
 
 def schedule_rows(n_steps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """order, n_active (T,), offsets (T + 1,) and each client's position in `order` for a step count per client."""
