@@ -47,7 +47,7 @@ def test_scolr_sizes_are_the_expectation_over_local_ranks():
 
 
 def test_summary_compares_with_fedmf():
-    # its speed (no training: milliseconds) is measured by benchmarks/interactive_latency.py, not asserted here
+    # its speed (no training: milliseconds) is measured by benchmarks/app_latency.py, not asserted here
     cfg = RunConfig(method="colr", dim=64, rank=4)
     s = payload_summary(cfg, 3706)
     assert s["up_ratio"] == pytest.approx(4 / 64, rel=0.05)

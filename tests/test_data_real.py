@@ -69,7 +69,7 @@ def test_ml1m_counts(ml1m):
 
 def test_ml1m_second_load_comes_from_the_cache(ml1m):
     data, _ = ml1m
-    again = load_dataset("ml-1m", seed=0)  # from the parsed-split cache (speed: benchmarks/interactive_latency.py)
+    again = load_dataset("ml-1m", seed=0)  # from the parsed-split cache (speed: benchmarks/data_load.py)
     assert np.array_equal(again.test_negatives, data.test_negatives)
     assert np.array_equal(again.train_items, data.train_items)
 

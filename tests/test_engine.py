@@ -43,14 +43,33 @@ def test_a_tie_in_the_shuffle_keys_falls_back_to_the_global_sort():
     first, n_batches = np.array([0, 3, 6]), np.array([1, 1])
     offsets, position = np.array([0, 2]), np.array([0, 1])
 
-    def run(keys):
+    def run(u):  # the uniform draws: client m's keys are m + u
         slots = np.full((2, 3), -1, dtype=np.int64)
-        return shuffle_into_slots(np.array(keys), first, n_batches, 0, offsets, position, 3, slots), slots
+        return shuffle_into_slots(np.array(u), first, n_batches, 0, offsets, position, 3, slots), slots
 
-    ok, slots = run([0.5, 0.1, 0.9, 1.7, 1.2, 1.3])
+    ok, slots = run([0.5, 0.1, 0.9, 0.7, 0.2, 0.3])
     assert ok and slots.tolist() == [[1, 0, 2], [4, 5, 3]]  # = np.argsort of the keys, client by client
-    assert not run([0.5, 0.5, 0.9, 1.7, 1.2, 1.3])[0]  # a tie
-    assert not run([0.5, 0.1, 1.0, 1.7, 1.2, 1.3])[0]  # client 0's key rounded up to 1
+    assert not run([0.5, 0.5, 0.9, 0.7, 0.2, 0.3])[0]  # a tie
+    assert not run([0.5, 0.1, 0.9, 0.7, 0.2, 1 - 2**-54])[0]  # client 1's key 1 + u rounds up to 2
+    assert 1 + (1 - 2**-54) == 2.0 and run([0.5, 0.1, 0.9, 0.7, 0.2, 1 - 2**-52])[0]  # a key just below 2 sorts
+
+
+def test_the_bucket_sort_equals_numpys_argsort_with_crowded_buckets():
+    """Keys crowded into a few buckets (the insertion sort's long moves) and spread ones, clients of 1 to 50
+    samples: the schedule holds np.argsort(client + u), client by client."""
+    from labcore.fed.sampling_kernels import shuffle_into_slots
+
+    rng = np.random.default_rng(5)
+    sizes = np.array([1, 2, 7, 50, 13])
+    first = np.concatenate([[0], np.cumsum(sizes)])
+    u = rng.random(first[-1])
+    u[first[3]:first[3] + 30] = 0.25 + rng.random(30) * 1e-3  # 30 of client 3's keys in one bucket
+    B = 64  # one batch a client: row m is client m's order
+    slots = np.full((len(sizes), B), -1, dtype=np.int64)
+    assert shuffle_into_slots(u, first, np.ones(len(sizes), np.int64), 0, np.array([0]), np.arange(len(sizes)),
+                              B, slots)
+    perm = np.argsort(np.repeat(np.arange(len(sizes)), sizes) + u)
+    assert np.concatenate([slots[m, :sizes[m]] for m in range(len(sizes))]).tolist() == perm.tolist()
 
 
 def test_the_plan_after_a_fallback_is_the_numpy_plan(tiny, monkeypatch):

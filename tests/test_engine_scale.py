@@ -87,15 +87,18 @@ def test_positive_lookups_by_blocks_equal_one_lookup(tiny, monkeypatch):
     assert sampler.is_positive(tr_u, tr_i).all()
 
 
-def test_grouped_check_finds_a_descent_at_any_block_edge():
-    from labcore.fed.local_train import _grouped
+def test_client_offsets_find_a_descent_anywhere():
+    """The trainer's one pass gives np.searchsorted's client offsets (clients with no sample included) on
+    grouped samples, and None as soon as any neighbour pair descends or a client is out of range."""
+    from labcore.fed.local_train import client_first
 
-    sc = np.repeat(np.arange(6, dtype=np.int32), 3)
-    assert all(_grouped(sc, block) for block in (1, 2, 3, 4, 100))
-    for at in range(1, len(sc)):  # a descent between any two neighbours, whichever block holds them
+    sc = np.repeat(np.array([0, 2, 3, 5], dtype=np.int32), [3, 2, 4, 1])
+    assert client_first(sc, 7).tolist() == np.searchsorted(sc, np.arange(8)).tolist() == [0, 3, 3, 5, 9, 9, 10, 10]
+    for at in range(1, len(sc)):  # a descent between any two neighbours
         bad = sc.copy()
         bad[at] = bad[at - 1] - 1
-        assert not any(_grouped(bad, block) for block in (1, 2, 3, 4, 100))
+        assert client_first(bad, 7) is None
+    assert client_first(sc, 5) is None  # client 5 of a 5-client cohort
 
 
 @pytest.mark.parametrize("lowrank", [False, True])

@@ -137,7 +137,7 @@ def test_cost_explorer_fields_and_speed():
     assert c["n_ciphertexts"] == 3 and c["plaintext_bytes"] == 40000 and c["security_bits"] == 128
     assert c["bytes_source"] == "measured" and "calibrated" in c["times_source"]
     assert 0 < c["max_abs_error"] < 1e-6 and c["rel_error"] < 1e-5
-    for n in (10000, 12000, 20000, 4096):  # calibrated once per parameter set (speed: benchmarks/interactive_latency.py)
+    for n in (10000, 12000, 20000, 4096):  # calibrated once per parameter set (speed: benchmarks/app_latency.py)
         assert ckks_costs(n, params)["ciphertext_bytes"] > 0
     est = ckks_costs(10000, params, measure=False)
     assert est["encrypt_s"] is None and "formula" in est["bytes_source"]

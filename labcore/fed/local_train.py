@@ -31,6 +31,7 @@ from functools import cached_property
 
 import numpy as np
 import torch
+from numba import njit
 
 from .sampling import RoundPlan
 
@@ -215,10 +216,28 @@ def _filled_slots(slots: np.ndarray, rows: int = 8192) -> int:
     return sum(int(np.count_nonzero(slots[i:i + rows] >= 0)) for i in range(0, slots.shape[0], rows))
 
 
-def _grouped(sample_client: np.ndarray, block: int = 1 << 20) -> bool:
-    """Whether the samples are grouped by client (non-decreasing), checked a block at a time: a whole-array
-    diff is a sample array's worth of memory, and from the second round on the update table is resident."""
-    return not any(np.any(np.diff(sample_client[i:i + block + 1]) < 0) for i in range(0, sample_client.shape[0], block))
+@njit(cache=True)
+def _client_first(sample_client, first):
+    """first[m] = the index of client m's first sample (np.searchsorted's left side), in one pass that also checks
+    that the samples are grouped by client (non-decreasing). Returns False, first unfinished, if they are not."""
+    filled = 0
+    for j in range(sample_client.shape[0]):
+        c = sample_client[j]
+        if c < filled - 1 or c >= first.shape[0] - 1:  # a descent, or a client outside 0..n_clients-1
+            return False
+        while filled <= c:
+            first[filled] = j
+            filled += 1
+    while filled < first.shape[0]:
+        first[filled] = sample_client.shape[0]
+        filled += 1
+    return True
+
+
+def client_first(sample_client: np.ndarray, n_clients: int) -> np.ndarray | None:
+    """Each client's first sample index (n_clients + 1 offsets) when the samples are grouped by client, else None."""
+    first = np.empty(n_clients + 1, dtype=np.int64)
+    return first if _client_first(sample_client, first) else None
 
 
 def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,
@@ -237,8 +256,8 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
                              "compiled trainer only")
         return train_cohort_batched(Q, p0, plan, lr, weight_decay, lowrank)
     M, (N, d) = plan.n_clients, Q.shape
-    first = np.searchsorted(plan.sample_client, np.arange(M + 1)).astype(np.int64)
-    if not _grouped(plan.sample_client):  # samples not grouped by client (no plan of ours does this)
+    first = client_first(plan.sample_client, M)
+    if first is None:  # samples not grouped by client (no plan of ours does this)
         uniq, ros = touched_rows(plan, N)
         row_first = np.searchsorted((uniq // N).numpy(), np.arange(M + 1)).astype(np.int64)
         row_item, row_of_sample = (uniq % N).numpy(), ros.numpy()

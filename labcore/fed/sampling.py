@@ -65,7 +65,9 @@ class NegativeSampler:
 
     def is_positive(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         if self._dense is not None:
-            return self._dense[users, items]
+            from .sampling_kernels import dense_lookup
+
+            return dense_lookup(self._dense, users, items, np.empty(users.shape[0], dtype=bool))
         # a block at a time: the whole-array temporaries were 120 MB at Pinterest's full participation, the
         # round's memory peak (the previous round's update table is still resident while the plan is drawn)
         out = np.empty(users.shape[0], dtype=bool)
@@ -180,10 +182,10 @@ def _plan_round(K, data, sampler, clients, num_negatives, epochs, batch_size, se
     rng = round_rng(seed, round_idx, STREAM_SHUFFLE)
     keys = np.empty(total)  # one buffer for every epoch's keys: large fresh arrays cost page faults
     for e in range(epochs):  # a loop over epochs (2), not over clients
-        # a per-client random permutation: sort samples by client + a random fraction
+        # a per-client random permutation: sort samples by client + a random fraction (the kernel adds the client)
         rng.random(out=keys)
-        keys += s_client  # = s_client + u to the bit
         if not K.shuffle_into_slots(keys, first, n_batches, e, offsets, position, batch_size, slots):
+            keys += s_client  # = s_client + u to the bit
             perm = np.argsort(keys)  # a tie (never seen in practice): the global sort decides, as it always did
             local_pos = np.arange(total) - first[s_client]
             step = e * n_batches[s_client] + local_pos // batch_size

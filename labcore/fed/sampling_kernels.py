@@ -34,40 +34,46 @@ def place_negatives(first, counts, neg_first, neg_item, s_item):
 
 
 @njit(cache=True)
-def _segment_order(seg, m, bucket, start, order):
-    """The sorting permutation of seg (k keys in [m, m + 1)) by a bucket sort: k buckets by the fraction
-    (about one key each), then an insertion sort that only moves keys within a bucket: linear time.
+def _segment_order(u, m, bucket, start, order, vals):
+    """The sorting permutation of client m's keys m + u[j] (u in [0, 1)) by a bucket sort: 2 k buckets by the
+    fraction, then an insertion sort that only moves keys within a bucket: linear time. The keys are sorted
+    alongside the permutation (`vals`), so the insertion sort compares neighbours in memory, and a key already
+    above its left neighbour (most of them, with twice as many buckets as keys) is passed at once.
     Returns False on a tie or on a key that rounded up to m + 1."""
-    k = seg.shape[0]
-    start[: k + 1] = 0
+    k = u.shape[0]
+    n_buckets = 2 * k
+    start[: n_buckets + 1] = 0
     for j in range(k):
-        f = seg[j] - m  # exact: seg[j] and m lie on the same grid of doubles
+        f = (u[j] + m) - m  # the key's fraction, exact: m + u[j] and m lie on the same grid of doubles
         if f >= 1.0:
             return False
-        bucket[j] = int(f * k)
+        bucket[j] = int(f * n_buckets)
         start[bucket[j] + 1] += 1
-    for b in range(k):
+    for b in range(n_buckets):
         start[b + 1] += start[b]
     for j in range(k):
-        order[start[bucket[j]]] = j
-        start[bucket[j]] += 1
+        p = start[bucket[j]]
+        order[p], vals[p] = j, u[j] + m
+        start[bucket[j]] = p + 1
     for i in range(1, k):
-        x = order[i]
-        v = seg[x]
-        lo = i - 1
-        while lo >= 0 and seg[order[lo]] > v:
-            order[lo + 1] = order[lo]
+        v = vals[i]
+        if vals[i - 1] < v:
+            continue
+        x, lo = order[i], i - 1
+        while lo >= 0 and vals[lo] > v:
+            order[lo + 1], vals[lo + 1] = order[lo], vals[lo]
             lo -= 1
-        if lo >= 0 and seg[order[lo]] == v:
+        if lo >= 0 and vals[lo] == v:
             return False
-        order[lo + 1] = x
+        order[lo + 1], vals[lo + 1] = x, v
     return True
 
 
 @njit(cache=True, parallel=True)
-def shuffle_into_slots(keys, first, n_batches, epoch, offsets, position, batch_size, slots):
+def shuffle_into_slots(u, first, n_batches, epoch, offsets, position, batch_size, slots):
     """One epoch of `np.argsort(s_client + u)` taken client by client, written into the schedule: sample
-    local_pos of client m goes to step epoch * n_batches[m] + local_pos // B, slot local_pos % B.
+    local_pos of client m goes to step epoch * n_batches[m] + local_pos // B, slot local_pos % B. u: the
+    epoch's uniform draws in [0, 1), one per sample (the key s_client + u is formed here, to the same bits).
 
     A client's keys lie in [m, m + 1), so the global sort is the clients' sorts side by side, unless two keys
     are equal or one rounded up to m + 1 (u within 2^-40 of the next key): then returns False and the
@@ -75,15 +81,25 @@ def shuffle_into_slots(keys, first, n_batches, epoch, offsets, position, batch_s
     M = first.shape[0] - 1
     ok = np.ones(M, dtype=np.bool_)
     for m in prange(M):
-        a, b = first[m], first[m + 1]
-        k = b - a
-        order = np.empty(k, dtype=np.int64)
-        bucket = np.empty(k, dtype=np.int64)
-        start = np.empty(k + 1, dtype=np.int64)
-        if not _segment_order(keys[a:b], m, bucket, start, order):
+        a, k = first[m], first[m + 1] - first[m]
+        order, bucket = np.empty(k, dtype=np.int64), np.empty(k, dtype=np.int64)
+        start, vals = np.empty(2 * k + 1, dtype=np.int64), np.empty(k, dtype=np.float64)
+        if not _segment_order(u[a:a + k], m, bucket, start, order, vals):
             ok[m] = False
             continue
-        for j in range(k):
-            step = epoch * n_batches[m] + j // batch_size
-            slots[offsets[step] + position[m], j % batch_size] = a + order[j]
+        step = epoch * n_batches[m]
+        for j0 in range(0, k, batch_size):  # one schedule row per batch
+            row = offsets[step] + position[m]
+            for j in range(j0, min(j0 + batch_size, k)):
+                slots[row, j - j0] = a + order[j]
+            step += 1
     return ok.all()
+
+
+@njit(cache=True)
+def dense_lookup(dense, users, items, out):
+    """out[j] = dense[users[j], items[j]]: the bitmap's answers, in one compiled pass (half the time of numpy's
+    two-index fancy indexing, which goes through a general index iterator)."""
+    for j in range(users.shape[0]):
+        out[j] = dense[users[j], items[j]]
+    return out
