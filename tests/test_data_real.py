@@ -46,7 +46,8 @@ def total_interactions(data) -> int:
 def negatives_are_clean(data) -> bool:
     users, items = data.train_pairs()
     has_test = np.flatnonzero(data.test_items >= 0)
-    positives = np.sort(np.concatenate([users * data.n_items + items, has_test * data.n_items + data.test_items[has_test]]))
+    positives = np.sort(np.concatenate([users * data.n_items + items,
+                                        has_test * data.n_items + data.test_items[has_test]]))
     queries = has_test[:, None] * data.n_items + data.test_negatives[has_test]
     return not np.isin(queries, positives).any() and data.test_negatives[has_test].min() >= 0
 
