@@ -10,6 +10,7 @@ otherwise; on a shared machine trust the ratio more than the seconds.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 
 import numpy as np
@@ -19,8 +20,7 @@ from labcore.fed import sampling
 from labcore.fed.engine import load_data, use_threads
 from labcore.fed.loop_oracle import plan_round_numpy
 
-FIELDS = ("clients", "n_pos", "sample_client", "sample_item", "sample_label", "n_steps", "order", "n_active",
-          "offsets", "slots")
+FIELDS = tuple(f.name for f in dataclasses.fields(sampling.RoundPlan))
 
 
 def best_of(fn, repeat: int) -> float:

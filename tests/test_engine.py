@@ -1,4 +1,6 @@
 """The federated engine: batched == loop oracle, determinism, resume, validation, ledger sizes."""
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -18,8 +20,7 @@ def _plan(data, m=8, seed=0, t=0, batch=16):
     return S.plan_round(data, S.NegativeSampler(data), clients, 4, 2, batch, seed, t)
 
 
-PLAN_FIELDS = ("clients", "n_pos", "sample_client", "sample_item", "sample_label", "n_steps", "order", "n_active",
-               "offsets", "slots")
+PLAN_FIELDS = tuple(f.name for f in dataclasses.fields(S.RoundPlan))
 
 
 @pytest.mark.parametrize("m,epochs,batch", [(8, 2, 16), (1, 1, 4), (30, 3, 5), (30, 2, 512)])
