@@ -267,6 +267,41 @@ def test_full_participation_estimate_of_the_row_layout_is_far_below_the_dense_on
     assert rows < dense
 
 
+def test_topk_is_decoded_onto_the_touched_rows_unless_quantized_padding_lands_off_them(tiny, monkeypatch):
+    """Unquantized, the server writes each client's k values at its touched rows (no clients x items table);
+    quantized, a zero of a short client's padding may become nonzero off its rows, and the table is decoded."""
+    from labcore.fed.local_train import RowUpdate
+    from labcore.methods.base import RoundSetup
+    from labcore.methods.compress import topk_count
+    from labcore.methods.topk import TopKCompression
+
+    kinds = []
+    decode_uplink = TopKCompression.decode_uplink
+    monkeypatch.setattr(TopKCompression, "decode_uplink",
+                        lambda self, *a: kinds.append(type(out := decode_uplink(self, *a))) or out)
+    cfg = RunConfig(method="topk", topk_ratio=0.25, **FAST)
+    run(cfg, data=tiny, use_cache=False, progress=False)
+    assert set(kinds) == {RowUpdate} and len(kinds) == cfg.rounds
+    M, N, d, key = cfg.clients_per_round, tiny.n_items, cfg.dim, "Top-K message and its decode"
+    message = M * topk_count(N * d, cfg.topk_ratio) * 16
+    rows_decode = estimate_memory(cfg, tiny)[key] - message
+    assert 0 < rows_decode <= M * N * d * 4 == estimate_memory(cfg.replace(up_bits=3), tiny)[key] - message
+
+    # client 1 touched 2 of 6 items: 16 values, so a message of k = 24 ends with 8 zeros on item 0 (untouched)
+    touched = torch.zeros(2, 6, dtype=torch.bool)
+    touched[0, :4], touched[1, 2:4] = True, True
+    rows = RowUpdate.from_dense(torch.randn(2, 6, d, generator=torch.Generator().manual_seed(0)), touched)
+    method = TopKCompression(cfg.replace(topk_ratio=0.5), 6)
+    wires = {w.name: w for w in method.encode_rows(rows)}
+    by_rows = decode_uplink(method, wires, RoundSetup(), rows)
+    assert isinstance(by_rows, RowUpdate) and torch.equal(by_rows.dense(), method.decode(wires))
+    values = wires["values"].data.clone()
+    values[1, -1] = 1e-3  # as if the quantizer had moved that zero
+    wires["values"] = wires["values"].with_data(values)
+    dense = decode_uplink(method, wires, RoundSetup(), rows)
+    assert isinstance(dense, torch.Tensor) and dense[1, 0, d - 1] == 1e-3
+
+
 def test_rotating_schedule_trains_every_user_once_per_pass_and_is_stateless(tiny):
     n, m = tiny.n_users, 7
     seen = np.concatenate([S.rotating_clients(n, m, 3, t) for t in range(n // m)])

@@ -12,6 +12,7 @@ from labcore.fed.local_train import RowUpdate
 from labcore.methods.compress import (svd_reconstruct, svd_truncate, svd_truncate_rows, topk_compress,
                                      topk_compress_rows, topk_count, topk_decompress)
 from labcore.methods.quantize import dequantize, pack_codes, quantize, unpack_codes
+from labcore.methods.topk_kernels import _kth_largest_key, topk_onto_rows
 from labcore.metrics.effective_rank import components_for, effective_rank_stats, explained_variance_ratios
 from labcore.metrics.ranking import hit_ratio_ndcg
 
@@ -123,6 +124,31 @@ def test_topk_ties_go_to_the_lowest_index_in_the_table_and_in_its_rows():
         assert full.sum() >= 2
         assert torch.equal(dense[1][full], by_rows[1][full]) and torch.equal(dense[0][full], by_rows[0][full])
         assert torch.equal(topk_decompress(*dense, X.shape), topk_decompress(*by_rows, X.shape))
+
+
+def test_radix_select_finds_the_kth_largest_magnitude_like_a_sort():
+    rng = np.random.default_rng(3)
+    hist = np.empty(2048, dtype=np.int64)
+    for x in (rng.standard_normal(500).astype(np.float32), np.round(rng.standard_normal(300), 1).astype(np.float32),
+              np.array([0.0, -0.0, 1.0, -1.0, np.inf, 3e-45, -3e-45, 2.0], dtype=np.float32)):
+        key = x.view(np.uint32) & np.uint32(0x7FFFFFFF)
+        for k in (1, 2, len(x) // 2, len(x) - 1, len(x)):
+            thr = _kth_largest_key(key, k, hist, np.empty_like(key))
+            assert np.uint32(thr).view(np.float32) == np.sort(np.abs(x))[::-1][k - 1]
+
+
+@pytest.mark.parametrize("k", [1, 7, 40, 119])
+def test_topk_decoded_onto_the_touched_rows_is_the_dense_decode(k):
+    rows = _touched_rows()
+    vals, idx = topk_compress_rows(rows.values, rows.item, rows.indptr, rows.n_items, k)
+    d = rows.width
+    out = topk_onto_rows(vals.numpy(), idx.numpy(), rows.item.numpy(), rows.indptr, rows.n_items, d)
+    assert torch.equal(rows.with_values(torch.from_numpy(out)).dense(),
+                       topk_decompress(vals, idx, (rows.n_clients, rows.n_items, d)))
+    off = vals.clone()
+    off[1, -1] = 0.5  # client 1 has fewer than 119 values: its last position is padding, off its rows
+    assert (topk_onto_rows(off.numpy(), idx.numpy(), rows.item.numpy(), rows.indptr, rows.n_items, d) is None) == (
+        k == 119)
 
 
 def test_quantizer_is_unbiased_and_packs_to_the_stated_width():

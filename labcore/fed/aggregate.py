@@ -2,7 +2,7 @@
 
 Two layouts of the cohort's updates, the same numbers:
 
-* dense (M, N, k) tensors: `weighted_sum`, `item_mean` (small cohorts, Top-K's dense decode and
+* dense (M, N, k) tensors: `weighted_sum`, `item_mean` (small cohorts, quantized Top-K's dense decode and
   the quantizer, tests);
 * `RowUpdate` (the rows the clients touched): `rows_sum`, `rows_item_mean`, `rows_weighted_sum`, whose cost
   grows with the rows, not with clients x items.

@@ -114,8 +114,8 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
 
     An upper estimate from the shapes the round builds: the schedule and per-slot tensors of local training,
     the touched rows (update, row index, the client sum's run tables), and clients x items x width tables
-    where a layout or codec still needs them (the dense layout; Top-K decodes each client's whole table;
-    quantization and encryption work on each client's whole payload).
+    where a layout or codec still needs them (the dense layout; quantized Top-K decodes each client's whole
+    table; quantization and encryption work on each client's whole payload).
     """
     M, N, d = cfg.clients_per_round, data.n_items, cfg.dim
     width = cfg.rank if cfg.method in ("colr", "scolr") else d
@@ -137,9 +137,10 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
         est["dense update tables and schedule"] = 4 * dense_table + T * M * cfg.batch_size * 8
     elif cfg.method == "svd":  # from the touched rows: Gram matrices, U in float64, the decoded rows
         est["SVD factors (Gram matrices, U, decoded rows)"] = 3 * M * d * d * 8 + rows * (cfg.rank * 24 + d * 4)
-    elif cfg.method == "topk":  # encoded from the rows, but the k values land anywhere: decoded densely
+    elif cfg.method == "topk":  # encoded from the rows and decoded onto them, unless quantized (then densely:
+        # a quantized zero of the padding may land off the rows)
         k = topk_count(N * d, cfg.topk_ratio)
-        est["dense per-client tables (Top-K decode)"] = M * N * d * 4 + M * k * 24
+        est["Top-K message and its decode"] = M * k * 16 + (M * N * d * 4 if cfg.up_bits else rows * d * 4)
     if cfg.scaffold:  # every user's c_i by the rows it last touched (all users, not the cohort), the round's old
         # and new variates of the cohort, and c with the round's dense sums
         kept = int(np.minimum(data.train_counts().astype(np.int64) * (1 + cfg.num_negatives), N).sum())
@@ -158,13 +159,14 @@ def check_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows") ->
         return
     width_field = "rank" if cfg.method in ("colr", "scolr") else "dim"
     biggest = max(est, key=est.get)
+    dense = biggest.startswith(("dense", "quant", "encr"))
     raise ConfigError(
         f"clients_per_round={cfg.clients_per_round} is invalid with {width_field}={getattr(cfg, width_field)}, "
         f"method={cfg.method!r} on {data.name}: one round needs about {need / 2**30:.1f} GiB of memory (largest: "
         f"{biggest}, {est[biggest] / 2**30:.1f} GiB) and {limit / 2**30:.1f} GiB are available; lower "
-        f"clients_per_round or {width_field}" + (", or use a method that sends rows (fedmf, colr, scolr) without "
-                                                 "quantization or encryption" if biggest.startswith(("dense", "quant", "encr"))
-                                                 else "") + f" (${MEMORY_ENV} sets the limit)")
+        f"clients_per_round or {width_field}"
+        + (", or use a method that sends rows (fedmf, colr, scolr) without quantization or encryption" if dense else "")
+        + f" (${MEMORY_ENV} sets the limit)")
 
 
 def check_fits(cfg: RunConfig, data: InteractionData, layout: str = "rows") -> None:
@@ -374,7 +376,7 @@ class Simulation:
             up_bytes = self.ledger.record(t, "up", up_sent)
 
         t1 = time.perf_counter()
-        decoded = self.method.decode_uplink({w.name: w for w in up_recv}, setup)
+        decoded = self.method.decode_uplink({w.name: w for w in up_recv}, setup, local.rows)
         if self.secure is None:
             touched = None if isinstance(decoded, RowUpdate) else local.touched_dense()
             weights = fedavg_weights(torch.from_numpy(n_pos))

@@ -132,9 +132,18 @@ class FedMF:
         wires = self.encode_rows(local.rows) if local.rows is not None else None
         return wires if wires is not None else self.encode(local.dense_update())
 
-    def decode_uplink(self, wires: dict[str, Wire], setup: RoundSetup) -> torch.Tensor | RowUpdate:
-        """Per-client updates in the space the server averages: (M, N, k), or a RowUpdate when sent by rows."""
+    def decode_onto(self, wires: dict[str, Wire], touched: RowUpdate) -> RowUpdate | None:
+        """The per-client updates on the rows the clients touched (known to the server from the item mask), for a
+        codec whose message does not travel by rows but decodes onto them (Top-K). None: decode densely."""
+        return None
+
+    def decode_uplink(self, wires: dict[str, Wire], setup: RoundSetup,
+                      touched: RowUpdate | None = None) -> torch.Tensor | RowUpdate:
+        """Per-client updates in the space the server averages: (M, N, k), or a RowUpdate when sent by rows or
+        decoded onto the `touched` rows."""
         rows = self.decode_rows(wires)
+        if rows is None and touched is not None:
+            rows = self.decode_onto(wires, touched)
         return rows if rows is not None else self.decode(wires)
 
     # server -> clients

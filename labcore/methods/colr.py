@@ -87,7 +87,8 @@ class CoLR(FedMF):
         A.scatter_(1, order, compact)  # S_u^T A_u: back to B's columns
         return rows.with_values(A)
 
-    def decode_uplink(self, wires: dict[str, Wire], setup: RoundSetup) -> torch.Tensor | RowUpdate:
+    def decode_uplink(self, wires: dict[str, Wire], setup: RoundSetup,
+                      touched: RowUpdate | None = None) -> torch.Tensor | RowUpdate:
         if wires["A"].rows is not None:
             return self._decode_rows(wires["A"].rows.update, setup)
         order = setup.extra["order"]

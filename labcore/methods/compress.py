@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 
@@ -29,19 +30,19 @@ def svd_truncate_rows(X: torch.Tensor, indptr, r: int) -> tuple[torch.Tensor, to
     (R, r), with S (M, r) and V (M, d, r). Work grows with the rows, not with M x N.
     """
     M, d = len(indptr) - 1, X.shape[1]
-    X64 = X.to(torch.float64)
     spans = [(int(indptr[m]), int(indptr[m + 1])) for m in range(M)]
     gram = torch.zeros(M, d, d, dtype=torch.float64)
-    for m, (a, b) in enumerate(spans):  # ragged: one small product per client
-        torch.mm(X64[a:b].T, X64[a:b], out=gram[m])
+    for m, (a, b) in enumerate(spans):  # ragged: one small product per client, in float64 a client at a time
+        Xm = X[a:b].to(torch.float64)  # (a float64 copy of all rows was 2.1 GB at ML-1M's full participation)
+        torch.mm(Xm.T, Xm, out=gram[m])
     evals, evecs = torch.linalg.eigh(gram)
     V = evecs[..., :, -r:].flip(-1)
     S = evals[..., -r:].flip(-1).clamp(min=0).sqrt()
-    U = torch.empty(X.shape[0], r, dtype=torch.float64)
+    U = torch.empty(X.shape[0], r, dtype=X.dtype)
     for m, (a, b) in enumerate(spans):
-        torch.mm(X64[a:b], V[m], out=U[a:b])
-        U[a:b] /= torch.where(S[m] > 0, S[m], torch.ones_like(S[m]))
-    return U.to(X.dtype), S.to(X.dtype), V.to(X.dtype)
+        Um = X[a:b].to(torch.float64) @ V[m]
+        U[a:b] = Um / torch.where(S[m] > 0, S[m], torch.ones_like(S[m]))
+    return U, S.to(X.dtype), V.to(X.dtype)
 
 
 def svd_reconstruct(U: torch.Tensor, S: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
@@ -77,31 +78,17 @@ def topk_compress(X: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
 def topk_compress_rows(X: torch.Tensor, item: torch.Tensor, indptr, n_items: int,
                        k: int) -> tuple[torch.Tensor, torch.Tensor]:
     """`topk_compress` of M (N, d) tables given by their touched rows (client m: X[indptr[m]:indptr[m + 1]] at
-    items item[...]; every other row is zero).
+    items item[...]; every other row is zero), in one compiled pass (`topk_kernels`).
 
     The same message: the k largest magnitudes among the touched values with the same ties (items are in
     increasing order, so a row's positions are the table's in the same order), or all of them and k - n
     zeros at untouched positions when a client has n < k values (a zero adds nothing when decoded).
     """
-    M, d = len(indptr) - 1, X.shape[1]
-    values = X.new_zeros(M, k)
-    indices = torch.empty(M, k, dtype=torch.int64)
-    for m in range(M):  # ragged: one top-k per client
-        a, b = int(indptr[m]), int(indptr[m + 1])
-        flat, items = X[a:b].reshape(-1), item[a:b]
-        if k <= flat.shape[0]:
-            local = topk_positions(flat.abs()[None], k)[0]  # increasing, like the table's flat indices
-            values[m] = flat[local]
-            indices[m] = items[local // d] * d + local % d
-            continue
-        n = flat.shape[0]
-        values[m, :n] = flat
-        indices[m, :n] = (items[:, None] * d + torch.arange(d)).reshape(-1)
-        free = torch.ones(n_items, dtype=torch.bool)
-        free[items] = False
-        spare = torch.nonzero(free).squeeze(1)[: -(-(k - n) // d)]
-        indices[m, n:] = (spare[:, None] * d + torch.arange(d)).reshape(-1)[: k - n]
-    return values, indices.to(torch.int32)
+    from .topk_kernels import topk_rows
+
+    values, indices = topk_rows(np.ascontiguousarray(X.numpy()), np.ascontiguousarray(item.numpy()),
+                                np.asarray(indptr, dtype=np.int64), n_items, k)
+    return torch.from_numpy(values), torch.from_numpy(indices)
 
 
 def topk_decompress(values: torch.Tensor, indices: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:

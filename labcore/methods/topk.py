@@ -1,11 +1,13 @@
 """Top-K sparsification by magnitude: k values plus their int32 indices (both directions)."""
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ..fed.local_train import RowUpdate
 from .base import FedMF, Wire
 from .compress import topk_compress, topk_compress_rows, topk_count, topk_decompress
+from .topk_kernels import topk_onto_rows
 
 
 class TopKCompression(FedMF):
@@ -27,7 +29,15 @@ class TopKCompression(FedMF):
         return [Wire("values", "values", values), Wire("indices", "indices", indices)]
 
     def decode_rows(self, wires: dict[str, Wire]) -> None:
-        return None  # the k values land anywhere in the table: decoded densely
+        return None  # the message is k values and their positions, not rows
+
+    def decode_onto(self, wires: dict[str, Wire], touched: RowUpdate) -> RowUpdate | None:
+        """The k values of each client written at its touched rows (every value it picked lies on them); None
+        if some nonzero value lies elsewhere (a quantized zero of the padding): then decoded densely."""
+        values, indices = (np.ascontiguousarray(wires[n].data.numpy()) for n in ("values", "indices"))
+        rows = topk_onto_rows(values, indices,
+                              np.ascontiguousarray(touched.item.numpy()), touched.indptr, self.n_items, self.d)
+        return None if rows is None else touched.with_values(torch.from_numpy(rows))
 
     def decode(self, wires: dict[str, Wire]) -> torch.Tensor:
         v = wires["values"].data
