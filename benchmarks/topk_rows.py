@@ -98,7 +98,7 @@ def main(argv=None) -> None:
 
     def decode_new():
         decoded = rows.with_values(torch.from_numpy(topk_onto_rows(v_new.numpy(), i_new.numpy(), item,
-                                                                   rows.indptr, N, d)))
+                                                                   rows.indptr, d)))
         return rows_item_mean(decoded)
 
     def decode_old():

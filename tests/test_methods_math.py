@@ -142,12 +142,12 @@ def test_topk_decoded_onto_the_touched_rows_is_the_dense_decode(k):
     rows = _touched_rows()
     vals, idx = topk_compress_rows(rows.values, rows.item, rows.indptr, rows.n_items, k)
     d = rows.width
-    out = topk_onto_rows(vals.numpy(), idx.numpy(), rows.item.numpy(), rows.indptr, rows.n_items, d)
+    out = topk_onto_rows(vals.numpy(), idx.numpy(), rows.item.numpy(), rows.indptr, d)
     assert torch.equal(rows.with_values(torch.from_numpy(out)).dense(),
                        topk_decompress(vals, idx, (rows.n_clients, rows.n_items, d)))
     off = vals.clone()
     off[1, -1] = 0.5  # client 1 has fewer than 119 values: its last position is padding, off its rows
-    assert (topk_onto_rows(off.numpy(), idx.numpy(), rows.item.numpy(), rows.indptr, rows.n_items, d) is None) == (
+    assert (topk_onto_rows(off.numpy(), idx.numpy(), rows.item.numpy(), rows.indptr, d) is None) == (
         k == 119)
 
 

@@ -140,6 +140,7 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
     elif cfg.method == "topk":  # encoded from the rows and decoded onto them, unless quantized (then densely:
         # a quantized zero of the padding may land off the rows)
         k = topk_count(N * d, cfg.topk_ratio)
+        # the message (values, indices) as sent and as received, then the decoded rows or tables
         est["Top-K message and its decode"] = M * k * 16 + (M * N * d * 4 if cfg.up_bits else rows * d * 4)
     if cfg.scaffold:  # every user's c_i by the rows it last touched (all users, not the cohort), the round's old
         # and new variates of the cohort, and c with the round's dense sums

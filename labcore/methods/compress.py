@@ -6,6 +6,8 @@ import math
 import numpy as np
 import torch
 
+from .topk_kernels import topk_rows
+
 
 def svd_truncate(X: torch.Tensor, r: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Best rank-r factors of X (..., n, d): U (..., n, r), S (..., r), V (..., d, r), X ~ U diag(S) V^T.
@@ -84,8 +86,6 @@ def topk_compress_rows(X: torch.Tensor, item: torch.Tensor, indptr, n_items: int
     increasing order, so a row's positions are the table's in the same order), or all of them and k - n
     zeros at untouched positions when a client has n < k values (a zero adds nothing when decoded).
     """
-    from .topk_kernels import topk_rows
-
     values, indices = topk_rows(np.ascontiguousarray(X.numpy()), np.ascontiguousarray(item.numpy()),
                                 np.asarray(indptr, dtype=np.int64), n_items, k)
     return torch.from_numpy(values), torch.from_numpy(indices)

@@ -36,7 +36,7 @@ class TopKCompression(FedMF):
         if some nonzero value lies elsewhere (a quantized zero of the padding): then decoded densely."""
         values, indices = (np.ascontiguousarray(wires[n].data.numpy()) for n in ("values", "indices"))
         rows = topk_onto_rows(values, indices,
-                              np.ascontiguousarray(touched.item.numpy()), touched.indptr, self.n_items, self.d)
+                              np.ascontiguousarray(touched.item.numpy()), touched.indptr, self.d)
         return None if rows is None else touched.with_values(torch.from_numpy(rows))
 
     def decode(self, wires: dict[str, Wire]) -> torch.Tensor:

@@ -16,8 +16,8 @@ from ..fed.threads import compiled_threads, n_threads
 @njit(cache=True)
 def _kth_largest_key(key, k, hist, cand):
     """The k-th largest of the uint32 keys (k <= len(key)) by a radix select, 11 + 11 + 10 bits: one counting
-    pass over all keys, then passes over the few that share the answer's leading bits. Branch-light, so about
-    four times faster than numba's np.partition (a quickselect) on a client's magnitudes."""
+    pass over all keys, then passes over the few that share the answer's leading bits. Branch-light: a full
+    ML-1M round's encode took 1.1 s with it, 2.6 s with numba's np.partition (a quickselect)."""
     need, n_cand, total = k, 0, key.shape[0]
     for shift, width in ((21, 11), (10, 11), (0, 10)):
         mask = np.uint32((1 << width) - 1)
@@ -142,7 +142,7 @@ def _onto_rows(values, indices, item, indptr, d, out):
     return True
 
 
-def topk_onto_rows(values: np.ndarray, indices: np.ndarray, item: np.ndarray, indptr: np.ndarray, n_items: int,
+def topk_onto_rows(values: np.ndarray, indices: np.ndarray, item: np.ndarray, indptr: np.ndarray,
                    d: int) -> np.ndarray | None:
     """The decoded (R, d) rows of the clients' touched rows (item, indptr) from their Top-K messages (M, k), or
     None when some nonzero value lies off those rows (a quantized zero padding, say)."""
