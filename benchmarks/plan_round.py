@@ -20,7 +20,7 @@ from labcore.fed import sampling
 from labcore.fed.engine import load_data, use_threads
 from labcore.fed.loop_oracle import plan_round_numpy
 
-FIELDS = tuple(f.name for f in dataclasses.fields(sampling.RoundPlan))
+FIELDS = tuple(f.name for f in dataclasses.fields(sampling.RoundPlan) if f.default is dataclasses.MISSING)
 
 
 def best_of(fn, repeat: int) -> float:

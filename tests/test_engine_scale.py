@@ -10,7 +10,7 @@ from labcore.config import ConfigError, RunConfig
 from labcore.fed import sampling as S
 from labcore.fed.aggregate import _dense_layout, rows_item_mean, rows_sum, rows_weighted_sum, weighted_sum
 from labcore.fed.engine import MEMORY_ENV, Simulation, estimate_memory, run
-from labcore.fed.local_train import RowUpdate, train_cohort, train_cohort_batched
+from labcore.fed.local_train import RowUpdate, _filled_slots, client_first, train_cohort, train_cohort_batched
 from labcore.fed.loop_oracle import train_cohort_dense
 from labcore.fed.mods import item_mask_wire
 from labcore.methods.base import RowBlock, Wire
@@ -87,6 +87,18 @@ def test_positive_lookups_by_blocks_equal_one_lookup(tiny, monkeypatch):
     assert sampler.is_positive(tr_u, tr_i).all()
 
 
+def test_the_dense_samplers_compiled_redraws_equal_the_sorted_key_samplers(tiny, monkeypatch):
+    """The bitmap sampler redraws its rejected negatives in a compiled loop, the sorted-key one with numpy: the same
+    draws in the same order, so the same negatives, none of them a training positive."""
+    users = np.repeat(np.arange(tiny.n_users), 40)
+    dense = S.NegativeSampler(tiny).sample(users, np.random.default_rng(4))
+    monkeypatch.setattr(S.NegativeSampler, "DENSE_LIMIT", 0)
+    keyed = S.NegativeSampler(tiny)
+    assert keyed._dense is None
+    assert np.array_equal(dense, keyed.sample(users, np.random.default_rng(4)))
+    assert not keyed.is_positive(users, dense).any()
+
+
 def test_client_offsets_find_a_descent_anywhere():
     """The trainer's one pass gives np.searchsorted's client offsets (clients with no sample included) on
     grouped samples, and None as soon as any neighbour pair descends or a client is out of range."""
@@ -123,6 +135,14 @@ def test_row_trainer_equals_the_dense_trainer_bit_for_bit(tiny, lowrank):
     assert torch.allclose(f.rows.values, a.rows.values, rtol=1e-5, atol=1e-7)
     assert torch.allclose(f.p, a.p, rtol=1e-5, atol=1e-7) and f.loss_sum == pytest.approx(a.loss_sum, rel=1e-6)
     assert f.n_samples == a.n_samples
+    # the plan's own client offsets and filled-slot count are the ones found from its arrays
+    assert np.array_equal(plan.first, client_first(plan.sample_client, plan.n_clients))
+    assert plan.n_filled == _filled_slots(plan.slots) == f.n_samples
+    # the trainer's rows bring the item mask's bitmap: the one set from the rows themselves
+    assert f.rows.item_bits is not None
+    bare = RowUpdate.from_offsets(f.rows.n_clients, f.rows.n_items, f.rows.indptr, f.rows.item, f.rows.values)
+    assert bare.item_bits is None and torch.equal(item_mask_wire(f.rows).data, item_mask_wire(bare).data)
+    assert torch.equal(item_mask_wire(f.rows).data, item_mask_wire(a.touched_dense()).data)
 
 
 @pytest.mark.parametrize("lowrank", [False, True])

@@ -78,9 +78,23 @@ def rows_sum(rows: RowUpdate, layout: str = "item") -> torch.Tensor:
     return torch.from_numpy(out)
 
 
+@njit(cache=True)
+def _add_count_rows(out, count, item, values):
+    """`_add_rows`, counting each item's rows in the same pass (a separate bincount read the items again)."""
+    for j in range(item.shape[0]):
+        i = item[j]
+        count[i] += 1
+        for c in range(values.shape[1]):
+            out[i, c] += values[j, c]
+
+
 def rows_item_mean(rows: RowUpdate, layout: str = "item") -> torch.Tensor:
-    counts = rows.item_counts().clamp(min=1).to(rows.values.dtype)
-    return rows_sum(rows, layout) / counts[:, None]
+    """(N, k): each item's rows averaged over the clients that touched it (zero where none did)."""
+    vals = np.ascontiguousarray(rows.values.numpy())
+    out = np.zeros((rows.n_items, rows.width), dtype=vals.dtype)
+    count = np.zeros(rows.n_items, dtype=np.int64)
+    _add_count_rows(out, count, np.ascontiguousarray(rows.item.numpy()), vals)
+    return torch.from_numpy(out) / torch.from_numpy(count).clamp(min=1).to(rows.values.dtype)[:, None]
 
 
 @njit(cache=True)

@@ -57,35 +57,39 @@ def _count_touched(lanes, first, s_item, n_items, counts):
 
 
 @njit(cache=True, parallel=True)
-def _fill_touched(lanes, first, s_item, n_items, row_first, row_item, row_of_sample):
+def _fill_touched(lanes, first, s_item, n_items, row_first, row_item, item_bits):
     """Client m's rows are row_first[m]:row_first[m + 1], its distinct items in increasing order (its set bits,
-    read word by word: 58 words on ML-1M, faster than sorting the items or scanning a stamp per item); each
-    sample gets the row of its item."""
+    read word by word: 58 words on ML-1M, faster than sorting the items or scanning a stamp per item);
+    item_bits[m] is the bit set itself (if item_bits has rows)."""
     M = first.shape[0] - 1
     one = np.uint64(1)
     for lane in prange(lanes):
         bits = np.zeros((n_items + 63) // 64, dtype=np.uint64)
-        pos = np.empty(n_items, dtype=np.int64)
         for m in range(lane, M, lanes):
             _set_item_bits(m, first, s_item, bits)
+            if item_bits.shape[0]:
+                item_bits[m] = bits
             r = row_first[m]
             for w in range(bits.shape[0]):
                 x = bits[w]
                 while x != 0:
-                    i = w * 64 + np.int64(trailing_zeros(x))
-                    row_item[r], pos[i] = i, r
+                    row_item[r] = w * 64 + np.int64(trailing_zeros(x))
                     r += 1
                     x &= x - one
                 bits[w] = 0
-            for s in range(first[m], first[m + 1]):
-                row_of_sample[s] = pos[s_item[s]]
+
+
+# The bitmaps are kept only up to this size: they live through local training, the round's memory peak (at
+# Pinterest's full participation they would be 46 MB); beyond it the item mask is set from the rows afterwards.
+ITEM_BITS_LIMIT = 8 * 2**20
 
 
 def touched_rows_grouped(first: np.ndarray, s_item: np.ndarray, n_items: int):
     """The distinct (client, item) rows of a cohort whose samples are grouped by client (client m's are
-    first[m]:first[m + 1]), sorted by client then item (`torch.unique` of client * N + item), and each
-    sample's row. Returns row_first (client m's rows are row_first[m]:row_first[m + 1]), row_item,
-    row_of_sample."""
+    first[m]:first[m + 1]), sorted by client then item (`torch.unique` of client * N + item). Returns row_first
+    (client m's rows are row_first[m]:row_first[m + 1]), row_item, and each client's items as the item mask's
+    bitmap (`RowUpdate.item_bits`; None above ITEM_BITS_LIMIT bytes). A sample's row is found by the trainer
+    (`_open_rows`), not stored: 4 bytes a sample at the round's memory peak."""
     M = first.shape[0] - 1
     counts = np.zeros(M, dtype=np.int64)
     with compiled_threads():
@@ -94,9 +98,11 @@ def touched_rows_grouped(first: np.ndarray, s_item: np.ndarray, n_items: int):
         row_first = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         U = int(row_first[-1])
         row_item = np.empty(U, np.int64)
-        row_of_sample = np.empty(s_item.shape[0], np.int32)  # a row index per sample: int32 halves it
-        _fill_touched(lanes, first, s_item, n_items, row_first, row_item, row_of_sample)
-    return row_first, row_item, row_of_sample
+        n_words = (n_items + 63) // 64
+        keep = M * n_words * 8 <= ITEM_BITS_LIMIT
+        words = np.empty((M if keep else 0, n_words), np.uint64)  # little-endian words: bit i of a row is item i
+        _fill_touched(lanes, first, s_item, n_items, row_first, row_item, words)
+    return row_first, row_item, (words.view(np.uint8)[:, :(n_items + 7) // 8] if keep else None)
 
 
 # --- local training --------------------------------------------------------------------------------------------
@@ -140,15 +146,16 @@ def _scratch(Bs, d, n_items):
 
 
 @njit(cache=True)
-def _gather_batch(slots, r, s_item, s_label, row_of_sample, count, item, key, label):
-    """The valid slots of schedule row r: their items, rows of W and labels, first nb entries; counts each
-    item's occurrences in the batch. Returns nb."""
+def _gather_batch(slots, r, s_item, s_label, pos, count, item, key, label):
+    """The valid slots of schedule row r: their items, rows of W (pos: the client's row of each item, see
+    `_open_rows`) and labels, first nb entries; counts each item's occurrences in the batch. Returns nb."""
     nb = 0
     for b in range(slots.shape[1]):
         s = slots[r, b]
         if s < 0:
             continue
-        item[nb], key[nb], label[nb] = s_item[s], row_of_sample[s], s_label[s]
+        i = s_item[s]
+        item[nb], key[nb], label[nb] = i, pos[i], s_label[s]
         count[item[nb]] += 1
         nb += 1
     return nb
@@ -169,11 +176,13 @@ def _end_step(count, item, nb, pm, ge, lr32, wd):
 # ran a round only 15 % faster than one). So with T = lanes = the thread count, thread k takes clients k, k + T,
 # k + 2T, ...: equal shares.
 @njit(cache=True)
-def _zero_rows(W, lo, hi):
+def _open_rows(W, lo, hi, row_item, pos):
     """Zero a client's rows of W in one sequential pass just before it trains: the pass also brings them into
     the core's cache, where the client's scattered reads then find them (a separate zeroing of the whole
-    table left them in main memory: a miss on the first touch of each row, a third of a FedMF round)."""
+    table left them in main memory: a miss on the first touch of each row, a third of a FedMF round). And map
+    each of its items to its row: pos[row_item[k]] = k (a row per sample, stored, cost 4 bytes a sample)."""
     for k in range(lo, hi):
+        pos[row_item[k]] = k
         for j in range(W.shape[1]):
             W[k, j] = np.float32(0.0)
 
@@ -204,17 +213,18 @@ def _pull_lowrank(W, k, n, BtB, coef, tmp):
 
 
 @njit(cache=True, parallel=True)
-def _full_rows(lanes, Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr,
+def _full_rows(lanes, Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_item, n_active, offsets, lr,
                two_wd, mu, loss):
     for lane in prange(lanes):
+        pos = np.empty(Q.shape[0], dtype=np.int64)
         for m in range(lane, p.shape[0], lanes):  # see _lanes
-            _zero_rows(W, row_lo[m], row_hi[m])
-            _full_client(m, Q, W, row_lo[m], row_hi[m], p, slots, s_item, s_label, row_of_sample, n_active, offsets,
+            _open_rows(W, row_lo[m], row_hi[m], row_item, pos)
+            _full_client(m, Q, W, row_lo[m], row_hi[m], p, slots, s_item, s_label, pos, n_active, offsets,
                          lr, two_wd, mu, loss)
 
 
 @njit(cache=True, fastmath=_FAST)
-def _full_client(m, Q, W, lo, hi, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr, two_wd, mu,
+def _full_client(m, Q, W, lo, hi, p, slots, s_item, s_label, pos, n_active, offsets, lr, two_wd, mu,
                  loss):
     d = p.shape[1]
     Bs = slots.shape[1]
@@ -231,7 +241,7 @@ def _full_client(m, Q, W, lo, hi, p, slots, s_item, s_label, row_of_sample, n_ac
         if m >= n_active[t]:
             break
         steps = t + 1
-        nb = _gather_batch(slots, offsets[t] + m, s_item, s_label, row_of_sample, count, item, key, label)
+        nb = _gather_batch(slots, offsets[t] + m, s_item, s_label, pos, count, item, key, label)
         for b in range(nb):
             i, k = item[b], key[b]
             if prox:
@@ -277,22 +287,23 @@ def _full_client(m, Q, W, lo, hi, p, slots, s_item, s_label, row_of_sample, n_ac
 # update is then G - K lr (c - c_i), and its new variate c_i+ = c_i - c + (x - y_i) / (K lr) = -G / (K lr),
 # zero off its touched rows (`labcore.fed.scaffold`).
 @njit(cache=True, parallel=True)
-def _full_rows_scaffold(lanes, Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample, n_active, offsets,
+def _full_rows_scaffold(lanes, Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_item, n_active, offsets,
                         lr, two_wd, C, ci_lo, ci_hi, ci_item, ci_val, loss):
     for lane in prange(lanes):
         Ci = np.zeros(Q.shape, dtype=np.float32)  # this thread's client's c_i, spread over the catalogue
+        pos = np.empty(Q.shape[0], dtype=np.int64)
         for m in range(lane, p.shape[0], lanes):  # see _lanes
             for r in range(ci_lo[m], ci_hi[m]):
                 Ci[ci_item[r], :] = ci_val[r]
-            _zero_rows(W, row_lo[m], row_hi[m])
-            _full_client_scaffold(m, Q, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr, two_wd,
+            _open_rows(W, row_lo[m], row_hi[m], row_item, pos)
+            _full_client_scaffold(m, Q, W, p, slots, s_item, s_label, pos, n_active, offsets, lr, two_wd,
                                   C, Ci, loss)
             for r in range(ci_lo[m], ci_hi[m]):
                 Ci[ci_item[r], :] = np.float32(0.0)
 
 
 @njit(cache=True, fastmath=_FAST)
-def _full_client_scaffold(m, Q, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr, two_wd, C, Ci,
+def _full_client_scaffold(m, Q, W, p, slots, s_item, s_label, pos, n_active, offsets, lr, two_wd, C, Ci,
                           loss):
     """`_full_client` (without FedProx) reading each row with SCAFFOLD's drift: e = Q + G - t lr (c - c_i)."""
     d = p.shape[1]
@@ -305,7 +316,7 @@ def _full_client_scaffold(m, Q, W, p, slots, s_item, s_label, row_of_sample, n_a
         if m >= n_active[t]:
             break
         drift = np.float32(t) * lr32  # steps taken so far times the local step size
-        nb = _gather_batch(slots, offsets[t] + m, s_item, s_label, row_of_sample, count, item, key, label)
+        nb = _gather_batch(slots, offsets[t] + m, s_item, s_label, pos, count, item, key, label)
         for b in range(nb):
             i, k = item[b], key[b]
             for j in range(d):
@@ -338,21 +349,22 @@ def _prox_lowrank_step(W, k, a, BtB, Bp, qb, scale, gb, wd, mu, sc):
 
 
 @njit(cache=True, parallel=True)
-def _lowrank_rows(lanes, QB, Q, B, BtB, row_scale, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample,
+def _lowrank_rows(lanes, QB, Q, B, BtB, row_scale, W, row_lo, row_hi, p, slots, s_item, s_label, row_item,
                   n_active, offsets, lr, two_wd, mu, loss):
     for lane in prange(lanes):
+        pos = np.empty(Q.shape[0], dtype=np.int64)
         for m in range(lane, p.shape[0], lanes):  # see _lanes
-            _zero_rows(W, row_lo[m], row_hi[m])
+            _open_rows(W, row_lo[m], row_hi[m], row_item, pos)
             if mu > 0.0:
                 _lowrank_client_prox(m, QB, Q, B, BtB, row_scale, W, row_lo[m], row_hi[m], p, slots, s_item,
-                                     s_label, row_of_sample, n_active, offsets, lr, two_wd, mu, loss)
+                                     s_label, pos, n_active, offsets, lr, two_wd, mu, loss)
             else:
-                _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, row_of_sample, n_active,
+                _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, pos, n_active,
                                 offsets, lr, two_wd, loss)
 
 
 @njit(cache=True, fastmath=_FAST)
-def _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, row_of_sample, n_active, offsets,
+def _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, pos, n_active, offsets,
                     lr, two_wd, loss):
     d, rk = p.shape[1], B.shape[1]
     Bs = slots.shape[1]
@@ -370,7 +382,7 @@ def _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, r
             for j in range(d):
                 acc += pm[j] * B[j, c]
             Bp[c] = acc
-        nb = _gather_batch(slots, offsets[t] + m, s_item, s_label, row_of_sample, count, item, key, label)
+        nb = _gather_batch(slots, offsets[t] + m, s_item, s_label, pos, count, item, key, label)
         for b in range(nb):
             i, k = item[b], key[b]
             x = np.float32(0.0)
@@ -411,7 +423,7 @@ def _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, r
 
 
 @njit(cache=True, fastmath=_FAST)
-def _lowrank_client_prox(m, QB, Q, B, BtB, row_scale, W, lo, hi, p, slots, s_item, s_label, row_of_sample, n_active,
+def _lowrank_client_prox(m, QB, Q, B, BtB, row_scale, W, lo, hi, p, slots, s_item, s_label, pos, n_active,
                           offsets, lr, two_wd, mu, loss):
     """`_lowrank_client` with FedProx's pull (mu > 0). A function of its own: the plain one keeps its compiled
     form, so its sums keep their order and every stored CoLR result its bits."""
@@ -438,7 +450,7 @@ def _lowrank_client_prox(m, QB, Q, B, BtB, row_scale, W, lo, hi, p, slots, s_ite
             for j in range(d):
                 acc += pm[j] * B[j, c]
             Bp[c] = acc
-        nb = _gather_batch(slots, offsets[t] + m, s_item, s_label, row_of_sample, count, item, key, label)
+        nb = _gather_batch(slots, offsets[t] + m, s_item, s_label, pos, count, item, key, label)
         for b in range(nb):  # the batch's rows catch up on the pull of the steps they missed
             k = key[b]
             if stamp[k - lo] < t:
@@ -481,29 +493,30 @@ def _lowrank_client_prox(m, QB, Q, B, BtB, row_scale, W, lo, hi, p, slots, s_ite
     loss[m] = total - np.log(prod)
 
 
-def full_rows(Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr,
+def full_rows(Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_item, n_active, offsets, lr,
               two_wd, mu=0.0) -> float:
     """FedMF / SVD / Top-K: W's rows are D_i of the touched (client, item) pairs and q = Q_i + D_i.
 
     Q (N, d) frozen; W (U, d) any values at entry (client m's rows row_lo[m]:row_hi[m] are zeroed before
     it trains), trained in place; p (M, d) user vectors in schedule order
-    (`RoundPlan.order`), trained in place; slots (R, B) the plan's schedule; per sample its item, label and
-    row of W; mu: FedProx's pull (0: none). Returns the summed BCE loss of every slot (before its step)."""
+    (`RoundPlan.order`), trained in place; slots (R, B) the plan's schedule; per sample its item and label;
+    row_item: the item of each row of W (a client's rows sorted by item, `touched_rows_grouped`); mu: FedProx's
+    pull (0: none). Returns the summed BCE loss of every slot (before its step)."""
     loss = np.zeros(p.shape[0])
     with compiled_threads():
-        _full_rows(n_threads(), Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample, n_active, offsets,
+        _full_rows(n_threads(), Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_item, n_active, offsets,
                    lr, two_wd, float(mu), loss)
     return float(loss.sum())
 
 
-def full_rows_scaffold(Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample, n_active, offsets, lr,
+def full_rows_scaffold(Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_item, n_active, offsets, lr,
                        two_wd, C, ci_lo, ci_hi, ci_item, ci_val) -> float:
     """`full_rows` with SCAFFOLD's correction: W's rows end as the gradient steps G alone (see above).
     C (N, d) the server's variate; the clients' variates c_i by rows, client m's (schedule order)
     ci_lo[m]:ci_hi[m] with their items ci_item and values ci_val."""
     loss = np.zeros(p.shape[0])
     with compiled_threads():
-        _full_rows_scaffold(n_threads(), Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample, n_active,
+        _full_rows_scaffold(n_threads(), Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_item, n_active,
                             offsets, lr, two_wd, C, ci_lo, ci_hi, ci_item, ci_val, loss)
     return float(loss.sum())
 
@@ -554,7 +567,7 @@ def user_losses(Q: np.ndarray, P: np.ndarray, indptr: np.ndarray, items: np.ndar
     return out
 
 
-def lowrank_rows(Q, B, row_scale, W, row_lo, row_hi, p, slots, s_item, s_label, row_of_sample, n_active,
+def lowrank_rows(Q, B, row_scale, W, row_lo, row_hi, p, slots, s_item, s_label, row_item, n_active,
                  offsets, lr, two_wd, mu=0.0) -> float:
     """CoLR / SCoLR: W's rows are a_i (width r) and q = Q_i + B a_i, trained in A's r-dimensional space:
     x = p.Q_i + (B^T p).a_i, dL/da = row_scale (g B^T p + 2 wd (B^T Q_i + B^T B a_i)).
@@ -563,5 +576,5 @@ def lowrank_rows(Q, B, row_scale, W, row_lo, row_hi, p, slots, s_item, s_label, 
     loss = np.zeros(p.shape[0])
     with compiled_threads():
         _lowrank_rows(n_threads(), QB, Q, B, BtB, row_scale, W, row_lo, row_hi, p, slots, s_item, s_label,
-                      row_of_sample, n_active, offsets, lr, two_wd, float(mu), loss)
+                      row_item, n_active, offsets, lr, two_wd, float(mu), loss)
     return float(loss.sum())

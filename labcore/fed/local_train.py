@@ -66,14 +66,17 @@ class RowUpdate:
     client_: torch.Tensor | None  # (R,) int64, or None when made from row offsets (`from_offsets`)
     item: torch.Tensor  # (R,) int64
     values: torch.Tensor  # (R, width)
+    # (M, ceil(N / 8)) uint8: bit i % 8 of byte i // 8 of row m says client m has a row of item i (the item mask's
+    # wire format), when the maker already had it (the trainer's touched rows); else None
+    item_bits: np.ndarray | None = None
 
     @staticmethod
     def from_offsets(n_clients: int, n_items: int, indptr: np.ndarray, item: torch.Tensor,
-                     values: torch.Tensor) -> "RowUpdate":
+                     values: torch.Tensor, item_bits: np.ndarray | None = None) -> "RowUpdate":
         """Rows given by each client's offsets: `client` is made on first use. The trainer's rows come this way,
         so the client column (8 bytes a row, 37 MiB at Pinterest's full participation) is not yet in memory
         during local training, the round's memory peak."""
-        rows = RowUpdate(n_clients, n_items, None, item, values)
+        rows = RowUpdate(n_clients, n_items, None, item, values, item_bits)
         rows.__dict__["indptr"] = indptr  # the cached_property's slot (a frozen dataclass still has a __dict__)
         return rows
 
@@ -97,8 +100,8 @@ class RowUpdate:
 
     def with_values(self, values: torch.Tensor) -> "RowUpdate":
         if self.client_ is None and "client" not in self.__dict__:  # keep the client column unmade
-            return RowUpdate.from_offsets(self.n_clients, self.n_items, self.indptr, self.item, values)
-        return RowUpdate(self.n_clients, self.n_items, self.client, self.item, values)
+            return RowUpdate.from_offsets(self.n_clients, self.n_items, self.indptr, self.item, values, self.item_bits)
+        return RowUpdate(self.n_clients, self.n_items, self.client, self.item, values, self.item_bits)
 
     def dense(self, clients: slice | None = None) -> torch.Tensor:
         """The (M, N, width) table (or clients[lo:hi] of it): for small cohorts, tests and the dense codecs."""
@@ -256,22 +259,23 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
                              "compiled trainer only")
         return train_cohort_batched(Q, p0, plan, lr, weight_decay, lowrank)
     M, (N, d) = plan.n_clients, Q.shape
-    first = client_first(plan.sample_client, M)
+    first = plan.first if plan.first is not None else client_first(plan.sample_client, M)
+    item_bits = None
     if first is None:  # samples not grouped by client (no plan of ours does this)
-        uniq, ros = touched_rows(plan, N)
+        uniq, _ = touched_rows(plan, N)
         row_first = np.searchsorted((uniq // N).numpy(), np.arange(M + 1)).astype(np.int64)
-        row_item, row_of_sample = (uniq % N).numpy(), ros.numpy()
+        row_item = (uniq % N).numpy()
     else:
-        row_first, row_item, row_of_sample = fused_kernel.touched_rows_grouped(first, plan.sample_item, N)
+        row_first, row_item, item_bits = fused_kernel.touched_rows_grouped(first, plan.sample_item, N)
     order_t = torch.from_numpy(plan.order)
     p = np.ascontiguousarray(p0[order_t].numpy(), dtype=np.float32)
     Qn = np.ascontiguousarray(Q.numpy())
     label = np.ascontiguousarray(plan.sample_label, dtype=np.float32)
-    sched = (plan.slots, plan.sample_item, label, row_of_sample, plan.n_active.astype(np.int64),
+    sched = (plan.slots, plan.sample_item, label, row_item, plan.n_active.astype(np.int64),
              plan.offsets.astype(np.int64), lr, 2.0 * weight_decay, prox_mu)
     B = None if lowrank is None else np.ascontiguousarray(lowrank.B.to(torch.float32).numpy())
     W = _table(row_item.shape[0], d if B is None else B.shape[1], workspace)  # trained in place by the kernel
-    rows = RowUpdate.from_offsets(M, N, row_first, torch.from_numpy(row_item), torch.from_numpy(W))
+    rows = RowUpdate.from_offsets(M, N, row_first, torch.from_numpy(row_item), torch.from_numpy(W), item_bits)
     row_lo, row_hi = rows.indptr[plan.order], rows.indptr[plan.order + 1]  # each client's rows, in schedule order
     if variates is not None:
         if B is not None or prox_mu:
@@ -284,7 +288,8 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
         loss_sum = fused_kernel.lowrank_rows(Qn, B, np.ascontiguousarray(row_scale.numpy()), W, row_lo, row_hi, p,
                                              *sched)
     back = torch.from_numpy(np.argsort(plan.order))
-    return LocalResult(torch.from_numpy(p)[back], None, None, loss_sum, _filled_slots(plan.slots), rows)
+    filled = plan.n_filled if plan.n_filled >= 0 else _filled_slots(plan.slots)
+    return LocalResult(torch.from_numpy(p)[back], None, None, loss_sum, filled, rows)
 
 
 def train_cohort_batched(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,

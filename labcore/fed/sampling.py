@@ -80,6 +80,13 @@ class NegativeSampler:
     def sample(self, users: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         items = rng.integers(0, self.n_items, size=users.shape[0])
         redo = np.flatnonzero(self.is_positive(users, items))
+        if self._dense is not None:  # the same redraws, each pass in one compiled loop
+            from .sampling_kernels import redraw_dense
+
+            n = redo.size
+            while n:
+                n = redraw_dense(self._dense, users, items, redo[:n], rng.integers(0, self.n_items, size=n))
+            return items
         while redo.size:  # a few passes: ML-1M density is ~4.5%. Redraws go to the same samples in the same
             # order as a boolean mask over all samples would send them, but each pass costs only its own size
             items[redo] = rng.integers(0, self.n_items, size=redo.size)
@@ -108,6 +115,9 @@ class RoundPlan:
     n_active: np.ndarray  # (T,) clients still training at step t
     offsets: np.ndarray  # (T + 1,) first row of step t
     slots: np.ndarray  # (R, B) int32 sample index or -1, R = sum of n_steps
+    # what the plan's maker knows (None / -1: found from the arrays above when needed)
+    first: np.ndarray | None = None  # (M + 1,) client m's samples are first[m]:first[m + 1]
+    n_filled: int = -1  # the schedule's slots that hold a sample
 
     @property
     def n_clients(self) -> int:
@@ -190,4 +200,5 @@ def _plan_round(K, data, sampler, clients, num_negatives, epochs, batch_size, se
             local_pos = np.arange(total) - first[s_client]
             step = e * n_batches[s_client] + local_pos // batch_size
             slots[offsets[step] + position[s_client], local_pos % batch_size] = perm
-    return RoundPlan(clients, counts, s_client, s_item, s_label, n_steps, order, n_active, offsets, slots)
+    return RoundPlan(clients, counts, s_client, s_item, s_label, n_steps, order, n_active, offsets, slots, first,
+                     total * epochs)

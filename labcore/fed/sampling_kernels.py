@@ -103,3 +103,17 @@ def dense_lookup(dense, users, items, out):
     for j in range(users.shape[0]):
         out[j] = dense[users[j], items[j]]
     return out
+
+
+@njit(cache=True)
+def redraw_dense(dense, users, items, redo, draws):
+    """One pass of the sampler's rejection loop on a dense bitmap: items[redo[j]] = draws[j], then keep (in place,
+    in order) the redo entries whose new item is again a positive. Returns how many are kept."""
+    n = 0
+    for j in range(redo.shape[0]):
+        s = redo[j]
+        items[s] = draws[j]
+        if dense[users[s], draws[j]]:
+            redo[n] = s
+            n += 1
+    return n
