@@ -87,16 +87,23 @@ def test_positive_lookups_by_blocks_equal_one_lookup(tiny, monkeypatch):
     assert sampler.is_positive(tr_u, tr_i).all()
 
 
-def test_the_dense_samplers_compiled_redraws_equal_the_sorted_key_samplers(tiny, monkeypatch):
-    """The bitmap sampler redraws its rejected negatives in a compiled loop, the sorted-key one with numpy: the same
-    draws in the same order, so the same negatives, none of them a training positive."""
-    users = np.repeat(np.arange(tiny.n_users), 40)
-    dense = S.NegativeSampler(tiny).sample(users, np.random.default_rng(4))
+def test_grouped_negatives_are_the_repeated_users_negatives(tiny, monkeypatch):
+    """`sample_grouped` (the plan's: users by blocks, the bitmap's redraws compiled) draws what `sample` draws for
+    the repeated users, with the bitmap and with the sorted keys: the same draws in the same order, so the same
+    negatives, none of them a training positive."""
+    users, starts = np.arange(tiny.n_users), np.arange(tiny.n_users + 1) * 40
+    repeated = np.repeat(users, 40)
+    dense = S.NegativeSampler(tiny)
+    assert dense._dense is not None
+    grouped = dense.sample_grouped(users, starts, np.random.default_rng(4))
+    assert np.array_equal(grouped, dense.sample(repeated, np.random.default_rng(4)))
+    assert dense.is_positive(repeated, np.random.default_rng(4).integers(0, tiny.n_items, repeated.size)).sum() > 100
     monkeypatch.setattr(S.NegativeSampler, "DENSE_LIMIT", 0)
     keyed = S.NegativeSampler(tiny)
     assert keyed._dense is None
-    assert np.array_equal(dense, keyed.sample(users, np.random.default_rng(4)))
-    assert not keyed.is_positive(users, dense).any()
+    assert np.array_equal(grouped, keyed.sample(repeated, np.random.default_rng(4)))
+    assert np.array_equal(grouped, keyed.sample_grouped(users, starts, np.random.default_rng(4)))
+    assert not keyed.is_positive(repeated, grouped).any()
 
 
 def test_client_offsets_find_a_descent_anywhere():

@@ -11,18 +11,16 @@ from numba import njit, prange
 
 
 @njit(cache=True, parallel=True)
-def layout_samples(first, counts, starts, train_items, clients, s_item, s_label, neg_user, neg_first):
+def layout_samples(first, counts, starts, train_items, s_item, s_label):
     """Client m's samples are first[m]:first[m + 1]: its training items in order (label 1), then its
-    negatives (label 0, items drawn later). neg_user gets the user of every negative, in sample order."""
+    negatives (label 0, items drawn later)."""
     for m in prange(first.shape[0] - 1):
         a, c = first[m], counts[m]
         for j in range(c):
             s_item[a + j] = train_items[starts[m] + j]
             s_label[a + j] = 1.0
-        n_neg = first[m + 1] - a - c
-        for j in range(n_neg):
+        for j in range(first[m + 1] - a - c):
             s_label[a + c + j] = 0.0
-            neg_user[neg_first[m] + j] = clients[m]
 
 
 @njit(cache=True, parallel=True)
@@ -106,14 +104,35 @@ def dense_lookup(dense, users, items, out):
 
 
 @njit(cache=True)
-def redraw_dense(dense, users, items, redo, draws):
+def dense_hits_grouped(dense, users, starts, items):
+    """The samples j whose item is a positive of their user (dense[user, item]), in order, and their users; sample j
+    belongs to users[m] for starts[m] <= j < starts[m + 1]. Two passes: count, then fill."""
+    n = 0
+    for m in range(users.shape[0]):
+        row = dense[users[m]]
+        for j in range(starts[m], starts[m + 1]):
+            if row[items[j]]:
+                n += 1
+    hits, hit_user = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    n = 0
+    for m in range(users.shape[0]):
+        row = dense[users[m]]
+        for j in range(starts[m], starts[m + 1]):
+            if row[items[j]]:
+                hits[n], hit_user[n] = j, users[m]
+                n += 1
+    return hits, hit_user
+
+
+@njit(cache=True)
+def redraw_dense(dense, redo, redo_user, items, draws):
     """One pass of the sampler's rejection loop on a dense bitmap: items[redo[j]] = draws[j], then keep (in place,
-    in order) the redo entries whose new item is again a positive. Returns how many are kept."""
+    in order) the redo entries (and their users) whose new item is again a positive. Returns how many are kept."""
     n = 0
     for j in range(redo.shape[0]):
-        s = redo[j]
+        s, u = redo[j], redo_user[j]
         items[s] = draws[j]
-        if dense[users[s], draws[j]]:
-            redo[n] = s
+        if dense[u, draws[j]]:
+            redo[n], redo_user[n] = s, u
             n += 1
     return n
