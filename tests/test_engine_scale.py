@@ -106,6 +106,15 @@ def test_grouped_negatives_are_the_repeated_users_negatives(tiny, monkeypatch):
     assert not keyed.is_positive(repeated, grouped).any()
 
 
+@pytest.mark.parametrize("n", [2, 3706, 9916, 2**31 - 1])
+def test_int32_draws_are_the_int64_draws(n):
+    """The plan draws its negatives as int32: numpy's bounded integers below 2^32 take the same stream whatever the
+    dtype, so the values (and every later draw of the generator) are int64's."""
+    a, b = np.random.default_rng(7), np.random.default_rng(7)
+    for size in (1000, 3, 257):
+        assert np.array_equal(a.integers(0, n, size=size, dtype=np.int32), b.integers(0, n, size=size))
+
+
 def test_client_offsets_find_a_descent_anywhere():
     """The trainer's one pass gives np.searchsorted's client offsets (clients with no sample included) on
     grouped samples, and None as soon as any neighbour pair descends or a client is out of range."""
