@@ -40,19 +40,23 @@ def _segment_order(u, m, bucket, start, order, vals):
     Returns False on a tie or on a key that rounded up to m + 1."""
     k = u.shape[0]
     n_buckets = 2 * k
+    over = False
+    for j in range(k):  # no early exit in this loop, so it vectorizes (a fifth of the shuffle's time)
+        f = (u[j] + m) - m  # the key's fraction, exact: m + u[j] and m lie on the same grid of doubles
+        over |= f >= 1.0
+        bucket[j] = np.int32(f * n_buckets)
+    if over:
+        return False
     start[: n_buckets + 1] = 0
     for j in range(k):
-        f = (u[j] + m) - m  # the key's fraction, exact: m + u[j] and m lie on the same grid of doubles
-        if f >= 1.0:
-            return False
-        bucket[j] = int(f * n_buckets)
         start[bucket[j] + 1] += 1
     for b in range(n_buckets):
         start[b + 1] += start[b]
     for j in range(k):
-        p = start[bucket[j]]
+        b = bucket[j]
+        p = start[b]
         order[p], vals[p] = j, u[j] + m
-        start[bucket[j]] = p + 1
+        start[b] = p + 1
     for i in range(1, k):
         v = vals[i]
         if vals[i - 1] < v:
@@ -80,8 +84,8 @@ def shuffle_into_slots(u, first, n_batches, epoch, offsets, position, batch_size
     ok = np.ones(M, dtype=np.bool_)
     for m in prange(M):
         a, k = first[m], first[m + 1] - first[m]
-        order, bucket = np.empty(k, dtype=np.int64), np.empty(k, dtype=np.int64)
-        start, vals = np.empty(2 * k + 1, dtype=np.int64), np.empty(k, dtype=np.float64)
+        order, bucket = np.empty(k, dtype=np.int32), np.empty(k, dtype=np.int32)
+        start, vals = np.empty(2 * k + 1, dtype=np.int32), np.empty(k, dtype=np.float64)
         if not _segment_order(u[a:a + k], m, bucket, start, order, vals):
             ok[m] = False
             continue
