@@ -12,6 +12,8 @@ threads (`_lanes`): no sum is ever split between threads, and the thread count c
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit, prange
 from numba.cpython.unsafe.numbers import trailing_zeros  # count trailing zero bits (one instruction)
@@ -99,8 +101,9 @@ def touched_rows_grouped(first: np.ndarray, s_item: np.ndarray, n_items: int):
         U = int(row_first[-1])
         row_item = np.empty(U, np.int64)
         n_words = (n_items + 63) // 64
-        keep = M * n_words * 8 <= ITEM_BITS_LIMIT
-        words = np.empty((M if keep else 0, n_words), np.uint64)  # little-endian words: bit i of a row is item i
+        # the words seen as bytes are the mask's layout only on a little-endian machine (bit i of a row is item i)
+        keep = M * n_words * 8 <= ITEM_BITS_LIMIT and sys.byteorder == "little"
+        words = np.empty((M if keep else 0, n_words), np.uint64)
         _fill_touched(lanes, first, s_item, n_items, row_first, row_item, words)
     return row_first, row_item, (words.view(np.uint8)[:, :(n_items + 7) // 8] if keep else None)
 
@@ -180,7 +183,8 @@ def _open_rows(W, lo, hi, row_item, pos):
     """Zero a client's rows of W in one sequential pass just before it trains: the pass also brings them into
     the core's cache, where the client's scattered reads then find them (a separate zeroing of the whole
     table left them in main memory: a miss on the first touch of each row, a third of a FedMF round). And map
-    each of its items to its row: pos[row_item[k]] = k (a row per sample, stored, cost 4 bytes a sample)."""
+    each of its items to its row, pos[row_item[k]] = k, through which its batches find their rows (a row stored
+    per sample cost 4 bytes a sample at the round's memory peak)."""
     for k in range(lo, hi):
         pos[row_item[k]] = k
         for j in range(W.shape[1]):

@@ -192,7 +192,7 @@ def _plan_round(K, data, sampler, clients, num_negatives, epochs, batch_size, se
     neg_item = sampler.sample_grouped(clients.astype(np.int64), neg_first,
                                       round_rng(seed, round_idx, STREAM_NEGATIVES))
     K.place_negatives(first, counts, neg_first, neg_item, s_item)
-    del neg_item  # freed before the schedule and the shuffle keys are made (29 MiB at Pinterest's full
+    del neg_item  # freed before the schedule and the shuffle keys are made (15 MiB at Pinterest's full
     # participation, where the previous round's update table is still resident: the round's memory peak)
 
     n_batches = -(-per_client // batch_size)  # ceil
