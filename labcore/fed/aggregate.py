@@ -61,26 +61,8 @@ def _dense_layout(X: torch.Tensor, layout: str) -> torch.Tensor:
 
 
 @njit(cache=True)
-def _add_rows(out, item, values):
-    for j in range(item.shape[0]):
-        i = item[j]
-        for c in range(values.shape[1]):
-            out[i, c] += values[j, c]
-
-
-def rows_sum(rows: RowUpdate, layout: str = "item") -> torch.Tensor:
-    """(N, k): the sum over clients of the row layout, each item's rows added in client order (one pass over
-    the rows, compiled). Equal to `rows.dense().sum(0)` to float rounding; torch's dense sum associates
-    the clients differently (a cascade of runs of 16), so the last bits may differ. `layout` is accepted for
-    the dense layout's signature; the result does not depend on it."""
-    out = np.zeros((rows.n_items, rows.width), dtype=rows.values.numpy().dtype)
-    _add_rows(out, np.ascontiguousarray(rows.item.numpy()), np.ascontiguousarray(rows.values.numpy()))
-    return torch.from_numpy(out)
-
-
-@njit(cache=True)
-def _add_count_rows(out, count, item, values):
-    """`_add_rows`, counting each item's rows in the same pass (a separate bincount read the items again)."""
+def _add_rows(out, count, item, values):
+    """out[item[j]] += values[j] in row order, and count[i] = item i's rows, in one pass."""
     for j in range(item.shape[0]):
         i = item[j]
         count[i] += 1
@@ -88,13 +70,27 @@ def _add_count_rows(out, count, item, values):
             out[i, c] += values[j, c]
 
 
-def rows_item_mean(rows: RowUpdate, layout: str = "item") -> torch.Tensor:
-    """(N, k): each item's rows averaged over the clients that touched it (zero where none did)."""
+def _sum_and_count(rows: RowUpdate) -> tuple[torch.Tensor, torch.Tensor]:
     vals = np.ascontiguousarray(rows.values.numpy())
     out = np.zeros((rows.n_items, rows.width), dtype=vals.dtype)
     count = np.zeros(rows.n_items, dtype=np.int64)
-    _add_count_rows(out, count, np.ascontiguousarray(rows.item.numpy()), vals)
-    return torch.from_numpy(out) / torch.from_numpy(count).clamp(min=1).to(rows.values.dtype)[:, None]
+    _add_rows(out, count, np.ascontiguousarray(rows.item.numpy()), vals)
+    return torch.from_numpy(out), torch.from_numpy(count)
+
+
+def rows_sum(rows: RowUpdate, layout: str = "item") -> torch.Tensor:
+    """(N, k): the sum over clients of the row layout, each item's rows added in client order (one pass over
+    the rows, compiled). Equal to `rows.dense().sum(0)` to float rounding; torch's dense sum associates
+    the clients differently (a cascade of runs of 16), so the last bits may differ. `layout` is accepted for
+    the dense layout's signature; the result does not depend on it."""
+    return _sum_and_count(rows)[0]
+
+
+def rows_item_mean(rows: RowUpdate, layout: str = "item") -> torch.Tensor:
+    """(N, k): each item's rows averaged over the clients that touched it (zero where none did); the rows are
+    counted in the summing pass."""
+    total, count = _sum_and_count(rows)
+    return total / count.clamp(min=1).to(rows.values.dtype)[:, None]
 
 
 @njit(cache=True)

@@ -117,10 +117,6 @@ class RowUpdate:
         t[self.client * self.n_items + self.item] = True
         return t.view(self.n_clients, self.n_items)
 
-    def item_counts(self) -> torch.Tensor:
-        """(N,) how many clients touched each item."""
-        return torch.bincount(self.item, minlength=self.n_items)
-
     @staticmethod
     def from_dense(update: torch.Tensor, touched: torch.Tensor) -> "RowUpdate":
         """The rows of `touched` (M, N) from a dense (M, N, width) update (zero elsewhere)."""
