@@ -303,9 +303,10 @@ def test_full_participation_estimate_of_the_row_layout_is_far_below_the_dense_on
     assert rows < dense
 
 
-def test_topk_is_decoded_onto_the_touched_rows_unless_quantized_padding_lands_off_them(tiny, monkeypatch):
-    """Unquantized, the server writes each client's k values at its touched rows (no clients x items table);
-    quantized, a zero of a short client's padding may become nonzero off its rows, and the table is decoded."""
+def test_topk_is_decoded_onto_the_touched_rows_unless_a_noisy_link_moves_padding_off_them(tiny, monkeypatch):
+    """The server writes each client's k values at its touched rows (no clients x items table), quantized or
+    not (QSGD keeps a zero at zero); over a link whose noise may move a zero of a short client's padding off
+    its rows, the table is decoded."""
     from labcore.fed.local_train import RowUpdate
     from labcore.methods.base import RoundSetup
     from labcore.methods.compress import topk_count
@@ -317,11 +318,17 @@ def test_topk_is_decoded_onto_the_touched_rows_unless_quantized_padding_lands_of
                         lambda self, *a: kinds.append(type(out := decode_uplink(self, *a))) or out)
     cfg = RunConfig(method="topk", topk_ratio=0.25, **FAST)
     run(cfg, data=tiny, use_cache=False, progress=False)
-    assert set(kinds) == {RowUpdate} and len(kinds) == cfg.rounds
+    run(cfg.replace(up_bits=3), data=tiny, use_cache=False, progress=False)
+    assert set(kinds) == {RowUpdate} and len(kinds) == 2 * cfg.rounds
     M, N, d, key = cfg.clients_per_round, tiny.n_items, cfg.dim, "Top-K message and its decode"
     message = M * topk_count(N * d, cfg.topk_ratio) * 16
     rows_decode = estimate_memory(cfg, tiny)[key] - message
-    assert 0 < rows_decode <= M * N * d * 4 == estimate_memory(cfg.replace(up_bits=3), tiny)[key] - message
+    assert estimate_memory(cfg.replace(up_bits=3), tiny)[key] - message == rows_decode
+    noisy = cfg.replace(up_bits=3, up_link_budget=1)  # 7 levels over a link that carries 2 exactly
+    assert 0 < rows_decode <= M * N * d * 4 == estimate_memory(noisy, tiny)[key] - message
+    # the uplink quantizer works on the k values a client sends, not on its table
+    quantizer = estimate_memory(cfg.replace(up_bits=3), tiny)["quantizer of the uplink (float64 copies of the payload)"]
+    assert quantizer == 4 * message // 16 * 8
 
     # client 1 touched 2 of 6 items: 16 values, so a message of k = 24 ends with 8 zeros on item 0 (untouched)
     touched = torch.zeros(2, 6, dtype=torch.bool)

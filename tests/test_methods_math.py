@@ -11,7 +11,9 @@ from labcore.methods.colr import draw_B
 from labcore.fed.local_train import RowUpdate
 from labcore.methods.compress import (svd_reconstruct, svd_truncate, svd_truncate_rows, topk_compress,
                                      topk_compress_rows, topk_count, topk_decompress)
+from labcore.methods import quantize as quantize_module
 from labcore.methods.quantize import dequantize, pack_codes, quantize, unpack_codes
+from labcore.methods.quantize_reference import dequantize_torch, pack_codes_planes, quantize_torch
 from labcore.methods.topk_kernels import _kth_largest_key, topk_onto_rows
 from labcore.metrics.effective_rank import components_for, effective_rank_stats, explained_variance_ratios
 from labcore.metrics.ranking import hit_ratio_ndcg
@@ -164,6 +166,28 @@ def test_quantizer_is_unbiased_and_packs_to_the_stated_width():
     assert (lv == levels.numpy()).all() and (sg == signs.numpy()).all()
     with pytest.raises(ValueError, match="1..32"):
         quantize(x, 0, 4, g)
+
+
+@pytest.mark.parametrize("bits,bucket,shape", [(1, 4, (3, 50)), (2, 7, (2, 4, 5)), (3, 512, (4, 300)),
+                                               (8, 16, (5, 1000)), (16, 3, (2, 31)), (32, 64, (3, 200))])
+@pytest.mark.parametrize("block", [2**20, 60, 1])  # clients in one block, a few at a time, one at a time
+def test_compiled_quantizer_gives_the_torch_quantizers_levels_values_and_bytes(bits, bucket, shape, block,
+                                                                                monkeypatch):
+    monkeypatch.setattr(quantize_module, "BLOCK_VALUES", block)
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(bits)) * 10.0 ** torch.randint(
+        -8, 3, shape, generator=torch.Generator().manual_seed(1))
+    x.view(-1)[::5] = 0.0  # zeros (a Top-K message's padding), a bucket of them, and a negative zero
+    x.view(-1)[:bucket] = 0.0
+    x.view(-1)[-1] = -0.0
+    got = quantize(x, bits, bucket, torch.Generator().manual_seed(7))
+    want = quantize_torch(x, bits, bucket, torch.Generator().manual_seed(7))
+    assert all(torch.equal(a, b) for a, b in zip(got, want))
+    assert torch.equal(dequantize(*got, bits, bucket, shape), dequantize_torch(*want, bits, bucket, shape))
+    levels, signs = got[0].numpy(), got[1].numpy()
+    packed = pack_codes(levels, signs, bits)
+    assert np.array_equal(packed, pack_codes_planes(levels, signs, bits))
+    lv, sg = unpack_codes(packed, levels.shape[1], bits)
+    assert np.array_equal(lv, levels) and np.array_equal(sg, signs)
 
 
 def test_32_bit_quantization_is_nearly_lossless():

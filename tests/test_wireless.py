@@ -11,6 +11,7 @@ import torch
 
 from labcore.methods.quantize import (dequantize_levels, eq5_bits, pack_uint, qsgd_omega, quantize_levels,
                                       unpack_uint)
+from labcore.methods.quantize_reference import pack_planes
 from labcore.net import channel
 from labcore.net.channel import ChannelError, LinkModel, RateRegion
 from labcore.net.message import frame_bytes
@@ -65,6 +66,7 @@ def test_pack_uint_round_trips():
     v = np.random.default_rng(0).integers(0, 2**9, size=(3, 37))
     assert np.array_equal(unpack_uint(pack_uint(v, 9), 37, 9), v)
     assert pack_uint(v, 9).shape == (3, math.ceil(37 * 9 / 8))
+    assert np.array_equal(pack_uint(v, 9), pack_planes(v, 9))  # the bytes numpy's bit planes gave
 
 
 # --- the channel and rate regions -------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from ..methods import make_method
 from ..methods.base import Wire
 from ..methods.compress import topk_count
 from ..metrics import effective_rank_stats, hit_ratio_ndcg
+from ..net.channel import exceeds
 from ..net.ledger import Ledger
 from ..net.wallclock import RoundTimeModel
 from ..results import ROUND_COLUMNS, Result
@@ -114,8 +115,8 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
 
     An upper estimate from the shapes the round builds: the schedule and per-slot tensors of local training,
     the touched rows (update, row index, the client sum's run tables), and clients x items x width tables
-    where a layout or codec still needs them (the dense layout; quantized Top-K decodes each client's whole
-    table; quantization and encryption work on each client's whole payload).
+    where a layout or codec still needs them (the dense layout; Top-K over a noisy quantized link decodes each
+    client's whole table; quantization and encryption work on each client's whole payload).
     """
     M, N, d = cfg.clients_per_round, data.n_items, cfg.dim
     width = cfg.rank if cfg.method in ("colr", "scolr") else d
@@ -137,17 +138,22 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
         est["dense update tables and schedule"] = 4 * dense_table + T * M * cfg.batch_size * 8
     elif cfg.method == "svd":  # from the touched rows: Gram matrices, U in float64, the decoded rows
         est["SVD factors (Gram matrices, U, decoded rows)"] = 3 * M * d * d * 8 + rows * (cfg.rank * 24 + d * 4)
-    elif cfg.method == "topk":  # encoded from the rows and decoded onto them, unless quantized (then densely:
-        # a quantized zero of the padding may land off the rows)
+    elif cfg.method == "topk":  # encoded from the rows and decoded onto them
         k = topk_count(N * d, cfg.topk_ratio)
-        # the message (values, indices) as sent and as received, then the decoded rows or tables
-        est["Top-K message and its decode"] = M * k * 16 + (M * N * d * 4 if cfg.up_bits else rows * d * 4)
+        # the message (values, indices) as sent and as received, then the decoded rows, or each client's table when
+        # a noisy link may move a zero of a short client's padding off its rows (QSGD keeps a zero at zero)
+        off_rows = cfg.up_bits and exceeds(2**cfg.up_bits - 1, cfg.up_link_budget)
+        est["Top-K message and its decode"] = M * k * 16 + (M * N * d * 4 if off_rows else rows * d * 4)
     if cfg.scaffold:  # every user's c_i by the rows it last touched (all users, not the cohort), the round's old
         # and new variates of the cohort, and c with the round's dense sums
         kept = int(np.minimum(data.train_counts().astype(np.int64) * (1 + cfg.num_negatives), N).sum())
         est["SCAFFOLD's control variates"] = kept * (d * 4 + 4) + 3 * rows * (d * 4 + 8) + 4 * N * d * 4
-    if cfg.up_bits or cfg.down_bits:
-        est["quantizer (float64 copies of the payload)"] = 4 * M * N * width * 8
+    if cfg.up_bits:  # QSGD rounds every value of each client's payload: Top-K's k values, else its whole table
+        # (by rows or not; for SVD that bound also holds its dense decode)
+        payload = topk_count(N * d, cfg.topk_ratio) if cfg.method == "topk" else N * width
+        est["quantizer of the uplink (float64 copies of the payload)"] = 4 * M * payload * 8
+    if cfg.down_bits:  # one broadcast, at most the item table
+        est["quantizer of the downlink (float64 copies of the broadcast)"] = 4 * N * d * 8
     if cfg.encryption != "none":
         est["encryption (each client's dense vector)"] = 3 * M * N * width * 8
     return est

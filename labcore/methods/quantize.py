@@ -9,8 +9,9 @@ the payload ledger measures the packed bytes.
 The same operator with k levels per unit norm over a whole vector (the report's
 form, used by the wireless topic): `quantize_levels` / `dequantize_levels`, its
 variance factor `qsgd_omega(d, k) = d / (4 k^2)` and its size by Eq. (5),
-`eq5_bits(d, k) = 32 + 2 d + d log2(k)`. Both forms draw their randomness in
-`stochastic_round`, so there is one quantizer in the lab.
+`eq5_bits(d, k) = 32 + 2 d + d log2(k)`. Both forms round r >= 0 to floor(r) + [u < r - floor(r)], u one
+torch draw per value: `stochastic_round`, and for the bucketed form its compiled twin `qsgd_levels` (the
+bucketed form's passes are compiled in `quantize_kernels`, tested equal to their torch form).
 """
 from __future__ import annotations
 
@@ -19,14 +20,7 @@ import math
 import numpy as np
 import torch
 
-
-def _buckets(x: torch.Tensor, bucket: int) -> tuple[torch.Tensor, int]:
-    flat = x.reshape(x.shape[0], -1)
-    n = flat.shape[1]
-    pad = (-n) % bucket
-    if pad:
-        flat = torch.nn.functional.pad(flat, (0, pad))
-    return flat.reshape(x.shape[0], -1, bucket), n
+from .quantize_kernels import pack_fixed, qsgd_levels, qsgd_values, unpack_fixed
 
 
 def stochastic_round(ratio: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
@@ -36,48 +30,60 @@ def stochastic_round(ratio: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     return low + up.to(torch.float64)
 
 
-def quantize(x: torch.Tensor, bits: int, bucket: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+# quantize works through the clients in blocks of about this many values, in buffers it reuses: float64 copies of a
+# whole payload (89 M values in a full-participation Top-K round on ML-1M) cost more in fresh pages than in work.
+# The full-size outputs are torch's allocations: numpy asks the kernel for huge pages on large arrays, and their
+# first touch cost 1 s of system time for the 0.36 GB of dequantized values of that round (memory compaction).
+BLOCK_VALUES = 2**20
+
+
+def quantize(x: torch.Tensor, bits: int, bucket: int,
+             gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """x (M, ...) -> levels (M, n) int64, signs (M, n) bool, norms (M, n_buckets) float32."""
     if not 1 <= bits <= 32:
         raise ValueError(f"bits={bits} is invalid: allowed range is 1..32")
-    s = float(2**bits - 1)
-    xb, n = _buckets(x.to(torch.float64), bucket)
-    norms = xb.norm(dim=-1, keepdim=True)
-    ratio = (xb.abs() / torch.where(norms > 0, norms, torch.ones_like(norms))) * s
-    levels = stochastic_round(ratio, gen).clamp(max=s).to(torch.int64)
-    M = x.shape[0]
-    return levels.reshape(M, -1)[:, :n], (xb < 0).reshape(M, -1)[:, :n], norms.squeeze(-1).to(torch.float32)
+    flat = x.detach().reshape(x.shape[0], -1)
+    M, n = flat.shape
+    nb = -(-n // bucket)
+    rows = max(1, min(M, BLOCK_VALUES // (nb * bucket)))
+    xb = torch.zeros((rows, nb * bucket), dtype=torch.float64)  # float64 buckets; the last one's padding stays 0
+    u = torch.empty((rows, nb, bucket), dtype=torch.float64)
+    norms = torch.empty((M, nb), dtype=torch.float64)
+    levels, signs = torch.empty((M, n), dtype=torch.int64), torch.empty((M, n), dtype=torch.bool)
+    for a in range(0, M, rows):
+        c = min(rows, M - a)
+        xb[:c, :n] = flat[a:a + c]
+        block = xb[:c].view(c, nb, bucket)
+        norms[a:a + c] = block.norm(dim=-1)
+        torch.rand((c, nb, bucket), generator=gen, dtype=torch.float64, out=u[:c])  # the draws of one call
+        qsgd_levels(block.numpy(), norms[a:a + c].numpy(), u[:c].numpy(), float(2**bits - 1),
+                    levels[a:a + c].numpy(), signs[a:a + c].numpy())
+    return levels, signs, norms.to(torch.float32)
 
 
 def dequantize(levels: torch.Tensor, signs: torch.Tensor, norms: torch.Tensor, bits: int, bucket: int,
                shape: tuple[int, ...]) -> torch.Tensor:
-    s = float(2**bits - 1)
-    M, n = levels.shape
-    vals = levels.to(torch.float64) / s * torch.where(signs, -1.0, 1.0).to(torch.float64)
-    pad = (-n) % bucket
-    vals = torch.nn.functional.pad(vals, (0, pad)).reshape(M, -1, bucket) * norms.to(torch.float64)[..., None]
-    return vals.reshape(M, -1)[:, :n].to(torch.float32).reshape(shape)
+    out = torch.empty(tuple(levels.shape), dtype=torch.float32)
+    qsgd_values(levels.numpy(), signs.numpy(), norms.numpy(), float(2**bits - 1), bucket, out.numpy())
+    return out.reshape(shape)
 
 
 def pack_codes(levels: np.ndarray, signs: np.ndarray, bits: int) -> np.ndarray:
     """(M, n) levels and signs -> (M, ceil(n * (bits + 1) / 8)) uint8, one packed row per client.
 
-    Value i occupies bits [i*(bits+1), (i+1)*(bits+1)) of its row, so a valid
-    prefix of n' values is exactly the first ceil(n' * (bits + 1) / 8) bytes.
+    Value i occupies bits [i*(bits+1), (i+1)*(bits+1)) of its row (level << 1 | sign, least significant bit
+    first), so a valid prefix of n' values is exactly the first ceil(n' * (bits + 1) / 8) bytes.
     """
-    width = bits + 1
-    codes = (levels.astype(np.uint64) << np.uint64(1)) | signs.astype(np.uint64)
-    planes = ((codes[..., None] >> np.arange(width, dtype=np.uint64)) & np.uint64(1)).astype(np.uint8)
-    return np.packbits(planes.reshape(codes.shape[0], -1), axis=1, bitorder="little")
+    out = torch.zeros((levels.shape[0], -(-levels.shape[1] * (bits + 1) // 8)), dtype=torch.uint8).numpy()
+    pack_fixed(levels, signs, 1, bits + 1, out)
+    return out
 
 
 def unpack_codes(packed: np.ndarray, n: int, bits: int) -> tuple[np.ndarray, np.ndarray]:
     """Inverse of pack_codes for (M, bytes) rows of n values each."""
-    width = bits + 1
-    planes = np.unpackbits(packed, axis=1, bitorder="little")[:, : n * width]
-    planes = planes.reshape(packed.shape[0], n, width).astype(np.uint64)
-    codes = (planes << np.arange(width, dtype=np.uint64)).sum(axis=2, dtype=np.uint64)
-    return (codes >> np.uint64(1)).astype(np.int64), (codes & np.uint64(1)).astype(bool)
+    levels, signs = np.empty((packed.shape[0], n), np.int64), np.empty((packed.shape[0], n), np.bool_)
+    unpack_fixed(np.ascontiguousarray(packed), 1, bits + 1, levels, signs)
+    return levels, signs
 
 
 def packed_bytes(n_values: np.ndarray | int, bits: int):
@@ -134,11 +140,12 @@ def eq5_bits(d: int, k: int) -> dict[str, float]:
 def pack_uint(values: np.ndarray, width: int) -> np.ndarray:
     """(M, n) unsigned integers < 2^width -> (M, ceil(n * width / 8)) uint8, fixed width, little endian bits."""
     v = np.asarray(values, dtype=np.uint64)
-    planes = ((v[..., None] >> np.arange(width, dtype=np.uint64)) & np.uint64(1)).astype(np.uint8)
-    return np.packbits(planes.reshape(v.shape[0], -1), axis=1, bitorder="little")
+    out = np.zeros((v.shape[0], -(-v.shape[1] * width // 8)), np.uint8)
+    pack_fixed(v, np.zeros((1, 1), np.bool_), 0, width, out)
+    return out
 
 
 def unpack_uint(packed: np.ndarray, n: int, width: int) -> np.ndarray:
-    planes = np.unpackbits(packed, axis=1, bitorder="little")[:, : n * width]
-    planes = planes.reshape(packed.shape[0], n, width).astype(np.uint64)
-    return (planes << np.arange(width, dtype=np.uint64)).sum(axis=2, dtype=np.uint64).astype(np.int64)
+    values = np.empty((packed.shape[0], n), np.int64)
+    unpack_fixed(np.ascontiguousarray(packed), 0, width, values, np.zeros((1, 1), np.bool_))
+    return values

@@ -1,0 +1,77 @@
+"""The QSGD quantizer of the uplink and downlink (`fed.mods.quantize_wires`): its compiled passes (now) against
+the whole-array torch / numpy form they replaced (`methods.quantize_reference`, before), on the same payload with
+the same draws, in the same process; both forms' levels, values and bytes checked equal, the ratios printed.
+
+    python benchmarks/quantizer.py                       # a CoLR@4 uplink of the paper's cohort: 60 x 3706 x 4
+    python benchmarks/quantizer.py --clients 6040 --values 14824 --bits 8   # Top-K@4/64 of every ML-1M user
+
+The payload is Gaussian with a quarter of its values zero (a short client's padding); the quantizer's cost does
+not depend on the values. One thread unless LABCORE_THREADS says otherwise; best of --repeat; the compiled passes
+are loaded before timing. On a shared machine trust the ratio more than the seconds.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+
+from labcore.fed.engine import use_threads
+from labcore.methods.quantize import dequantize, pack_codes, quantize
+from labcore.methods.quantize_reference import dequantize_torch, pack_codes_planes, quantize_torch
+
+
+def time_both(now, before, repeat: int):
+    """Each form's output and best time, the two run alternately."""
+    outs, best = {}, {"now": float("inf"), "before": float("inf")}
+    for _ in range(repeat):
+        for name, fn in (("now", now), ("before", before)):
+            t0 = time.perf_counter()
+            outs[name] = fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return outs, best
+
+
+def as_tuple(out):
+    return out if isinstance(out, tuple) else (out,)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--clients", type=int, default=60)
+    ap.add_argument("--values", type=int, default=3706 * 4, help="values a client sends")
+    ap.add_argument("--bits", type=int, default=8)
+    ap.add_argument("--bucket", type=int, default=512)
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    use_threads()
+    x = torch.randn(a.clients, a.values, generator=torch.Generator().manual_seed(0))
+    x[:, ::4] = 0.0
+    shape = tuple(x.shape)
+    quantize(x[:2, :64], a.bits, a.bucket, torch.Generator())  # load the compiled passes
+    print(f"payload {a.clients} x {a.values} = {x.numel() / 1e6:.1f} M values, {a.bits} bits, buckets of {a.bucket}")
+    def gen():
+        return torch.Generator().manual_seed(1)
+
+    steps = {"quantize (draws, levels, signs, norms)": (lambda: quantize(x, a.bits, a.bucket, gen()),
+                                                        lambda: quantize_torch(x, a.bits, a.bucket, gen()))}
+    q = quantize(x, a.bits, a.bucket, gen())
+    steps["dequantize"] = (lambda: dequantize(*q, a.bits, a.bucket, shape),
+                           lambda: dequantize_torch(*q, a.bits, a.bucket, shape))
+    lv, sg = q[0].numpy(), q[1].numpy()
+    steps["pack the codes"] = (lambda: pack_codes(lv, sg, a.bits), lambda: pack_codes_planes(lv, sg, a.bits))
+    total = {"now": 0.0, "before": 0.0}
+    print(f"{'step':40s} {'now s':>8s} {'before s':>9s} {'ratio':>7s}")
+    for name, (now, before) in steps.items():
+        outs, t = time_both(now, before, a.repeat)
+        assert all(np.array_equal(np.asarray(u), np.asarray(v)) for u, v in
+                   zip(as_tuple(outs["now"]), as_tuple(outs["before"]))), f"{name}: the two forms differ"
+        total["now"] += t["now"]
+        total["before"] += t["before"]
+        print(f"{name:40s} {t['now']:8.3f} {t['before']:9.3f} {t['before'] / t['now']:6.1f}x  (equal)")
+    print(f"{'all three':40s} {total['now']:8.3f} {total['before']:9.3f} {total['before'] / total['now']:6.1f}x")
+
+
+if __name__ == "__main__":
+    main()
