@@ -190,6 +190,13 @@ def test_compiled_quantizer_gives_the_torch_quantizers_levels_values_and_bytes(b
     assert np.array_equal(lv, levels) and np.array_equal(sg, signs)
 
 
+def test_unpacking_codes_too_short_for_their_count_is_refused():
+    packed = pack_codes(np.array([[3, 1, 0]]), np.array([[True, False, True]]), 3)  # 12 bits: 2 bytes
+    assert unpack_codes(packed, 3, 3)[0].tolist() == [[3, 1, 0]]
+    with pytest.raises(ValueError, match=r"too short: n=5 values of 4 bits need 3 bytes"):
+        unpack_codes(packed, 5, 3)
+
+
 def test_32_bit_quantization_is_nearly_lossless():
     x = torch.randn(2, 50, generator=torch.Generator().manual_seed(4))
     y = dequantize(*quantize(x, 32, 16, torch.Generator().manual_seed(0)), 32, 16, tuple(x.shape))

@@ -81,9 +81,17 @@ def pack_codes(levels: np.ndarray, signs: np.ndarray, bits: int) -> np.ndarray:
 
 def unpack_codes(packed: np.ndarray, n: int, bits: int) -> tuple[np.ndarray, np.ndarray]:
     """Inverse of pack_codes for (M, bytes) rows of n values each."""
+    _check_packed(packed, n, bits + 1)
     levels, signs = np.empty((packed.shape[0], n), np.int64), np.empty((packed.shape[0], n), np.bool_)
     unpack_fixed(np.ascontiguousarray(packed), 1, bits + 1, levels, signs)
     return levels, signs
+
+
+def _check_packed(packed: np.ndarray, n: int, width: int) -> None:
+    """The compiled unpacker reads without bounds checks: refuse rows too short for n values of `width` bits."""
+    if packed.ndim != 2 or packed.shape[1] * 8 < n * width:
+        raise ValueError(f"packed codes of shape {packed.shape} are too short: n={n} values of {width} bits need "
+                         f"{-(-n * width // 8)} bytes a row")
 
 
 def packed_bytes(n_values: np.ndarray | int, bits: int):
@@ -146,6 +154,7 @@ def pack_uint(values: np.ndarray, width: int) -> np.ndarray:
 
 
 def unpack_uint(packed: np.ndarray, n: int, width: int) -> np.ndarray:
+    _check_packed(packed, n, width)
     values = np.empty((packed.shape[0], n), np.int64)
     unpack_fixed(np.ascontiguousarray(packed), 0, width, values, np.zeros((1, 1), np.bool_))
     return values

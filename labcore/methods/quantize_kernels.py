@@ -2,8 +2,8 @@
 fixed-width bit packing of the codes.
 
 Written with torch and numpy's bit planes, each pass made several full-size temporaries (the packer one uint64
-per *bit*: 6 GB for the 89 M values of a full-participation Top-K round on ML-1M), and quantization took 85 % of a
-quantized CoLR round. Each loop below does the same float64 operations in the same order as that form (no
+per *bit*: 6 GB for the 89 M values of a full-participation Top-K round on ML-1M), and quantization took about
+80 % of an 8-bit CoLR round. Each loop below does the same float64 operations in the same order as that form (no
 fastmath), so the levels, the values and the bytes are the same; the random draws stay torch's.
 """
 from __future__ import annotations
