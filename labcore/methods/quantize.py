@@ -45,7 +45,7 @@ def quantize(x: torch.Tensor, bits: int, bucket: int,
     flat = x.detach().reshape(x.shape[0], -1)
     M, n = flat.shape
     nb = -(-n // bucket)
-    rows = max(1, min(M, BLOCK_VALUES // (nb * bucket)))
+    rows = max(1, min(M, BLOCK_VALUES // max(nb * bucket, 1)))
     xb = torch.zeros((rows, nb * bucket), dtype=torch.float64)  # float64 buckets; the last one's padding stays 0
     u = torch.empty((rows, nb, bucket), dtype=torch.float64)
     norms = torch.empty((M, nb), dtype=torch.float64)
