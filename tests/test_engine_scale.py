@@ -345,6 +345,23 @@ def test_topk_is_decoded_onto_the_touched_rows_unless_a_noisy_link_moves_padding
     assert isinstance(dense, torch.Tensor) and dense[1, 0, d - 1] == 1e-3
 
 
+def test_the_engine_turns_off_numpys_huge_pages_unless_told_otherwise(monkeypatch):
+    from numpy._core import multiarray
+
+    from labcore.fed.engine import no_huge_pages
+
+    before = multiarray._set_madvise_hugepage(True)
+    try:
+        monkeypatch.setenv("NUMPY_MADVISE_HUGEPAGE", "1")  # the user's choice stands
+        no_huge_pages()
+        assert multiarray._get_madvise_hugepage()
+        monkeypatch.delenv("NUMPY_MADVISE_HUGEPAGE")
+        no_huge_pages()
+        assert not multiarray._get_madvise_hugepage()
+    finally:
+        multiarray._set_madvise_hugepage(before)
+
+
 def test_rotating_schedule_trains_every_user_once_per_pass_and_is_stateless(tiny):
     n, m = tiny.n_users, 7
     seen = np.concatenate([S.rotating_clients(n, m, 3, t) for t in range(n // m)])
