@@ -32,8 +32,8 @@ def stochastic_round(ratio: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
 
 # quantize works through the clients in blocks of about this many values, in buffers it reuses: float64 copies of a
 # whole payload (89 M values in a full-participation Top-K round on ML-1M) cost more in fresh pages than in work.
-# The full-size outputs are torch's allocations: numpy asks the kernel for huge pages on large arrays, and their
-# first touch cost 1 s of system time for the 0.36 GB of dequantized values of that round (memory compaction).
+# The full-size outputs are torch's allocations, which ask for no huge pages (why that matters: engine.no_huge_pages,
+# which the engine's processes set anyway; the quantizer is also called outside them).
 BLOCK_VALUES = 2**20
 
 
