@@ -183,7 +183,8 @@ def test_fused_trainer_gives_the_same_bits_on_one_or_two_threads(tiny, lowrank, 
 def test_fused_trainer_zeroes_a_reused_table_itself(tiny, lowrank):
     """The round's table comes from a buffer the last round left full of values; each client's rows are zeroed
     just before it trains. Garbage (NaN) in the buffer must not reach a single row."""
-    from labcore.fed.local_train import LowRank, Workspace
+    from labcore.fed.local_train import LowRank
+    from labcore.fed.workspace import Workspace
 
     m = tiny.n_users
     plan = S.plan_round(tiny, S.NegativeSampler(tiny), np.arange(m), 4, 2, 16, 0, 0)

@@ -19,6 +19,7 @@ from numba import njit, prange
 from numba.cpython.unsafe.numbers import trailing_zeros  # count trailing zero bits (one instruction)
 
 from .threads import compiled_threads, n_threads
+from .workspace import Workspace, take
 
 # Reassociation lets LLVM vectorize the d-long dot products (partial sums in a fixed order for a given build
 # and CPU). Every such sum is a loop that only loads: a loop that also stores gets a run-time overlap check
@@ -86,12 +87,13 @@ def _fill_touched(lanes, first, s_item, n_items, row_first, row_item, item_bits)
 ITEM_BITS_LIMIT = 8 * 2**20
 
 
-def touched_rows_grouped(first: np.ndarray, s_item: np.ndarray, n_items: int):
+def touched_rows_grouped(first: np.ndarray, s_item: np.ndarray, n_items: int, workspace: Workspace | None = None):
     """The distinct (client, item) rows of a cohort whose samples are grouped by client (client m's are
     first[m]:first[m + 1]), sorted by client then item (`torch.unique` of client * N + item). Returns row_first
     (client m's rows are row_first[m]:row_first[m + 1]), row_item, and each client's items as the item mask's
     bitmap (`RowUpdate.item_bits`; None above ITEM_BITS_LIMIT bytes). A sample's row is found by the trainer
-    (`_open_rows`), not stored: 4 bytes a sample at the round's memory peak."""
+    (`_open_rows`), not stored: 4 bytes a sample at the round's memory peak. workspace: row_item is made in its
+    buffer "row_item"."""
     M = first.shape[0] - 1
     counts = np.zeros(M, dtype=np.int64)
     with compiled_threads():
@@ -99,7 +101,7 @@ def touched_rows_grouped(first: np.ndarray, s_item: np.ndarray, n_items: int):
         _count_touched(lanes, first, s_item, n_items, counts)
         row_first = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         U = int(row_first[-1])
-        row_item = np.empty(U, np.int64)
+        row_item = take(workspace, "row_item", U, np.int64)
         n_words = (n_items + 63) // 64
         # the words seen as bytes are the mask's layout only on a little-endian machine (bit i of a row is item i)
         keep = M * n_words * 8 <= ITEM_BITS_LIMIT and sys.byteorder == "little"

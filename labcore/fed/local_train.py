@@ -34,6 +34,7 @@ import torch
 from numba import njit
 
 from .sampling import RoundPlan
+from .workspace import Workspace, take
 
 # inv_count by one bincount over (row, item) when it has at most this many bins; by a per-row sort otherwise
 _BINCOUNT_LIMIT = 1 << 24
@@ -182,31 +183,9 @@ def _inv_counts(items: np.ndarray, valid: np.ndarray, n_items: int) -> np.ndarra
     return inv
 
 
-class Workspace:
-    """A float32 buffer kept from round to round for the update table W.
-
-    A full ML-1M round's W is 1 GB; freshly allocated memory is faulted in page by page on first write,
-    which costs 0.2 to 2.5 s a round on this kind of machine (more than the training). Reusing one buffer
-    pays that once. The table handed out is only valid until the next `table` call: the engine gives a
-    workspace only when nothing keeps a round's rows past the round (not with `keep_view`)."""
-
-    def __init__(self):
-        self._buf = np.empty(0, dtype=np.float32)
-
-    def table(self, rows: int, width: int) -> np.ndarray:
-        """A (rows, width) view of the buffer, with whatever values the last round left (the kernels zero
-        each client's rows themselves)."""
-        n = rows * width
-        if self._buf.shape[0] < n:
-            self._buf = np.empty(int(n * 1.1) + 1024, dtype=np.float32)  # headroom: U varies round to round
-        return self._buf[:n].reshape(rows, width)
-
-
 def _table(rows: int, width: int, workspace: Workspace | None) -> np.ndarray:
     """The update table W, not zeroed: the kernels zero a client's rows just before it trains."""
-    if workspace is not None:
-        return workspace.table(rows, width)
-    return np.empty((rows, width), dtype=np.float32)
+    return take(workspace, "W", (rows, width), np.float32)
 
 
 def _filled_slots(slots: np.ndarray, rows: int = 8192) -> int:
@@ -262,7 +241,7 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
         row_first = np.searchsorted((uniq // N).numpy(), np.arange(M + 1)).astype(np.int64)
         row_item = (uniq % N).numpy()
     else:
-        row_first, row_item, item_bits = fused_kernel.touched_rows_grouped(first, plan.sample_item, N)
+        row_first, row_item, item_bits = fused_kernel.touched_rows_grouped(first, plan.sample_item, N, workspace)
     order_t = torch.from_numpy(plan.order)
     p = np.ascontiguousarray(p0[order_t].numpy(), dtype=np.float32)
     Qn = np.ascontiguousarray(Q.numpy())

@@ -13,6 +13,7 @@ from functools import cached_property
 import numpy as np
 
 from ..data.base import InteractionData
+from .workspace import Workspace, take
 
 STREAM_CLIENTS, STREAM_NEGATIVES, STREAM_SHUFFLE, STREAM_METHOD, STREAM_QUANT = range(5)
 SETUP = 2**31  # the "round" index of draws made once per run (initial tables, device tiers)
@@ -170,25 +171,31 @@ def schedule_rows(n_steps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 
 def plan_round(data: InteractionData, sampler: NegativeSampler, clients: np.ndarray, num_negatives: int,
-               epochs: int, batch_size: int, seed: int, round_idx: int) -> RoundPlan:
+               epochs: int, batch_size: int, seed: int, round_idx: int, workspace: Workspace | None = None
+               ) -> RoundPlan:
+    """The round's plan. workspace: its per-sample arrays and schedule are made in that workspace's buffers
+    (`workspace.SAMPLE_ARRAYS`), valid until the next plan made in it, and its shuffle keys in the buffer of the
+    update table ("W")."""
     from . import sampling_kernels as K
     from .threads import compiled_threads
 
     with compiled_threads():
-        return _plan_round(K, data, sampler, clients, num_negatives, epochs, batch_size, seed, round_idx)
+        return _plan_round(K, data, sampler, clients, num_negatives, epochs, batch_size, seed, round_idx,
+                           workspace)
 
 
-def _plan_round(K, data, sampler, clients, num_negatives, epochs, batch_size, seed, round_idx) -> RoundPlan:
+def _plan_round(K, data, sampler, clients, num_negatives, epochs, batch_size, seed, round_idx,
+                workspace) -> RoundPlan:
     counts = data.train_counts()[clients].astype(np.int64)
-    m = clients.shape[0]
     per_client = counts * (1 + num_negatives)
     first = np.concatenate([[0], np.cumsum(per_client)]).astype(np.int64)  # client m: its positives, then negatives
     total = int(first[-1])
-    s_client = np.repeat(np.arange(m, dtype=np.int32), per_client)  # int32 like the slots: a sample array
+    s_client = take(workspace, "s_client", total, np.int32)  # int32 like the slots: a sample array
     neg_first = np.concatenate([[0], np.cumsum(counts * num_negatives)]).astype(np.int64)
-    s_item = np.empty(total, dtype=ITEM_DTYPE)
-    s_label = np.empty(total, dtype=np.float32)
-    K.layout_samples(first, counts, data.train_indptr[clients].astype(np.int64), data.train_items, s_item, s_label)
+    s_item = take(workspace, "s_item", total, ITEM_DTYPE)
+    s_label = take(workspace, "s_label", total, np.float32)
+    K.layout_samples(first, counts, data.train_indptr[clients].astype(np.int64), data.train_items, s_client, s_item,
+                     s_label)
     neg_item = sampler.sample_grouped(clients.astype(np.int64), neg_first,
                                       round_rng(seed, round_idx, STREAM_NEGATIVES))
     K.place_negatives(first, counts, neg_first, neg_item, s_item)
@@ -199,9 +206,12 @@ def _plan_round(K, data, sampler, clients, num_negatives, epochs, batch_size, se
     n_steps = (n_batches * epochs).astype(np.int64)
     order, n_active, offsets, position = schedule_rows(n_steps)
     # int32: the round's largest array (batches are padded to B), and a sample index fits
-    slots = np.full((int(offsets[-1]), batch_size), -1, dtype=SLOT_DTYPE)
+    slots = take(workspace, "slots", (int(offsets[-1]), batch_size), SLOT_DTYPE)
+    slots.fill(-1)
     rng = round_rng(seed, round_idx, STREAM_SHUFFLE)
-    keys = np.empty(total)  # one buffer for every epoch's keys: large fresh arrays cost page faults
+    # one buffer for every epoch's keys; in a workspace, the update table's: the last round's table is done with
+    # when the next plan is drawn, and this round's is made after the keys are (no memory of their own)
+    keys = take(workspace, "W", total, np.float64)
     for e in range(epochs):  # a loop over epochs (2), not over clients
         # a per-client random permutation: sort samples by client + a random fraction (the kernel adds the client)
         rng.random(out=keys)

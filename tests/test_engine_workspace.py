@@ -1,0 +1,92 @@
+"""The round-to-round buffers (`labcore.fed.workspace`): what is made in them equals what is made afresh, and the
+engine keeps the plan's arrays only where they do not raise the round's memory peak."""
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from labcore.config import RunConfig
+from labcore.fed import sampling as S
+from labcore.fed.engine import Simulation
+from labcore.fed.local_train import train_cohort
+from labcore.fed.workspace import SAMPLE_ARRAYS, Workspace
+
+
+def _address(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+def test_workspace_hands_out_the_same_memory_until_a_request_outgrows_it():
+    ws = Workspace()
+    a = ws.array("x", 100, np.int32)
+    assert a.shape == (100,) and a.dtype == np.int32
+    b = ws.array("x", (10, 5), np.float64)  # 400 bytes fit the 400 + headroom of the first request
+    assert b.shape == (10, 5) and b.dtype == np.float64 and _address(b) == _address(a)
+    c = ws.array("x", 10_000, np.int64)  # outgrows it: a new buffer
+    assert c.shape == (10_000,) and _address(c) != _address(a)
+    assert ws.array("y", 3, np.float32).shape == (3,) and ws.nbytes("x") >= 80_000
+    ws.release("x", "not there")
+    assert ws.nbytes("x") == 0 and ws.nbytes("y") > 0
+    assert ws.table(7, 3).shape == (7, 3) and ws.table(7, 3).dtype == np.float32
+
+
+def _fields(plan: S.RoundPlan) -> dict:
+    return {f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)}
+
+
+def test_a_plan_made_in_a_workspace_is_the_fresh_plan_round_after_round(tiny):
+    """Cohorts that grow and shrink, and buffers left full of junk by the last round: every entry is written."""
+    sampler, ws = S.NegativeSampler(tiny), Workspace()
+    for t, m in enumerate([tiny.n_users, 3, 9, tiny.n_users, 1]):
+        clients = S.sample_clients(tiny.n_users, m, S.round_rng(0, t, S.STREAM_CLIENTS))
+        fresh = S.plan_round(tiny, sampler, clients, 4, 2, 16, 0, t)
+        made = S.plan_round(tiny, sampler, clients, 4, 2, 16, 0, t, ws)
+        for name, value in _fields(fresh).items():
+            got = _fields(made)[name]
+            assert (np.array_equal(got, value) if isinstance(value, np.ndarray) else got == value), name
+            if isinstance(value, np.ndarray):
+                assert got.dtype == value.dtype, name
+        assert np.shares_memory(made.slots, ws.array("slots", made.slots.shape, made.slots.dtype))
+        for name in ("sample_client", "sample_item", "slots"):  # junk for the next round to overwrite
+            getattr(made, name).fill(7)
+        made.sample_label.fill(np.nan)
+
+
+@pytest.mark.parametrize("lowrank", [False, True])
+def test_the_trainers_rows_made_in_a_workspace_are_the_fresh_rows(tiny, lowrank):
+    from labcore.fed.local_train import LowRank
+
+    m = tiny.n_users
+    plan = S.plan_round(tiny, S.NegativeSampler(tiny), np.arange(m), 4, 2, 16, 0, 0)
+    g = torch.Generator().manual_seed(0)
+    Q, P = torch.randn(tiny.n_items, 6, generator=g) * 0.3, torch.randn(m, 6, generator=g) * 0.3
+    lr_ = LowRank(torch.randn(6, 3, generator=g) / 3**0.5, torch.ones(m, 3), torch.ones(m)) if lowrank else None
+    fresh = train_cohort(Q, P, plan, 0.1, 1e-2, lr_)
+    ws = Workspace()
+    ws.array("row_item", fresh.rows.item.shape[0] + 5, np.int64).fill(-3)
+    made = train_cohort(Q, P, plan, 0.1, 1e-2, lr_, workspace=ws)
+    assert torch.equal(made.rows.item, fresh.rows.item) and np.array_equal(made.rows.indptr, fresh.rows.indptr)
+    assert torch.equal(made.rows.values, fresh.rows.values) and torch.equal(made.p, fresh.p)
+    assert np.shares_memory(made.rows.item.numpy(), ws.array("row_item", 1, np.int64))
+
+
+FAST = dict(local_epochs=2, batch_size=16, eval_every=2, rounds=4, rank_every=0)
+
+
+@pytest.mark.parametrize("method,dim,keeps", [("colr", 64, True), ("fedmf", 64, False)])
+def test_the_engine_keeps_the_sample_arrays_only_where_they_outweigh_the_update_table(tiny, method, dim, keeps):
+    """CoLR's update table (rank 4) is smaller than the plan's arrays: they are kept from round to round. FedMF's
+    (d = 64) is larger: the sample arrays are freed before its uplink, the round's memory peak. Either way the
+    numbers are those of a run that makes every array afresh (keep_view: no workspace)."""
+    cfg = RunConfig(method=method, dim=dim, rank=4, clients_per_round=tiny.n_users, **FAST)
+    reused, fresh = Simulation(cfg, tiny), Simulation(cfg, tiny)
+    fresh.keep_view = True
+    rows_a = [reused.step() for _ in range(3)]
+    rows_b = [fresh.step() for _ in range(3)]
+    assert (reused._workspace.nbytes(*SAMPLE_ARRAYS) > 0) is keeps
+    assert reused._workspace.nbytes("W") > 0 and fresh._workspace.nbytes("W", "s_item", "row_item") == 0
+    assert torch.equal(reused.Q, fresh.Q) and torch.equal(reused.P, fresh.P)
+    assert [r["loss"] for r in rows_a] == [r["loss"] for r in rows_b]
+    assert [r["hr"] for r in rows_a if "hr" in r] == [r["hr"] for r in rows_b if "hr" in r]
+
