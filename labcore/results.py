@@ -4,10 +4,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from .config import RunConfig, from_dict
+
+if TYPE_CHECKING:  # pandas is imported where a table is read or made: not while a run trains (93 MB resident)
+    import pandas as pd
 
 ROUND_COLUMNS = ("round", "loss", "hr", "ndcg", "bytes_up", "bytes_down", "bytes_up_client", "bytes_down_client",
                  "cum_bytes", "t_comm", "t_comp", "t_round", "wallclock", "n90_mean", "n90_std", "n99_mean",
@@ -63,6 +65,8 @@ class Result:
 
     @staticmethod
     def load(folder: Path) -> "Result":
+        import pandas as pd
+
         meta = json.loads((folder / "result.json").read_text())
         return Result(from_dict(meta["config"]), pd.read_csv(folder / "table.csv"), pd.read_csv(folder / "ledger.csv"),
                       meta.get("notes", ""), meta.get("complete", True), cached=True)

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from .errors import DatasetFormatError
 
@@ -72,6 +71,8 @@ def line_text(path: str | Path, line_no: int) -> str:
 
 
 def _fast_parse(raw: bytes, fmt: RowFormat) -> np.ndarray | None:
+    import pandas as pd  # here: a dataset loaded from its cached split never needs pandas (93 MB resident)
+
     if fmt.sep != "\t" and b"\t" in raw:
         return None  # a tab would pass for a separator here
     data, n_heads = raw, None

@@ -16,10 +16,14 @@ content (`CONTENT_SIZED_KINDS`: ciphertexts) are serialized one by one, and
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from .message import Part, serialize_part
+
+if TYPE_CHECKING:  # pandas is imported where a table is made: an engine process never needs it (93 MB)
+    import pandas as pd
 
 
 def wire_part(name: str, kind: str, payload, bits_per_value: int | None) -> Part:
@@ -88,4 +92,6 @@ class Ledger:
         return per_message if per_message is not None else np.zeros(0, np.int64)
 
     def frame(self) -> pd.DataFrame:
+        import pandas as pd
+
         return pd.DataFrame(self.rows, columns=list(self.COLUMNS))

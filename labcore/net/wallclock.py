@@ -12,9 +12,12 @@ Table 2 communication column.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas is imported where a table is made: an engine process never needs it (93 MB)
+    import pandas as pd
 
 MB = 2**20
 
@@ -47,6 +50,8 @@ class RoundTimeModel:
 
 def table2(results, labels=None) -> pd.DataFrame:
     """CoLR Table 2's form: communication, computation and total minutes per run."""
+    import pandas as pd
+
     rows = []
     for i, res in enumerate(results):
         t = res.table
