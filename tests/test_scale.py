@@ -63,11 +63,8 @@ def test_a_nodes_slice_of_the_round_trains_as_in_the_whole_cohort():
         np.testing.assert_allclose(up_part.row(j), up_whole.row(int(m)), atol=1e-6, rtol=0)
 
 
-@pytest.mark.parametrize("name", list(METHODS))
-def test_flower_records_carry_the_ledgers_bytes(name):
-    """Each client's uplink record and the broadcast record hold exactly the ledger's payload bytes; the rest
-    is framing: the lab's frame_bytes per part on one side, Flower's per-array framing on the other."""
-    cfg = _cfg(name)
+def _nodes_uplink(cfg: RunConfig):
+    """Round 0 trained by three nodes: the server, its setup, the cohort's sent uplink, part info and n_pos."""
     data = load_data(cfg)
     blocks = F.partition(data.n_users, 3)
     server = F.ServerRound(cfg, data.n_users, data.n_items)
@@ -86,7 +83,15 @@ def test_flower_records_carry_the_ledgers_bytes(name):
     for _, meta in per_node:
         for k, v in meta["parts"].items():
             info.setdefault(k, dict(v, n=[]))["n"] += v["n"]
-    n_pos = np.concatenate([meta["n_pos"] for _, meta in per_node])
+    return server, setup, sent, info, np.concatenate([meta["n_pos"] for _, meta in per_node])
+
+
+@pytest.mark.parametrize("name", list(METHODS))
+def test_flower_records_carry_the_ledgers_bytes(name):
+    """Each client's uplink record and the broadcast record hold exactly the ledger's payload bytes; the rest
+    is framing: the lab's frame_bytes per part on one side, Flower's per-array framing on the other."""
+    server, setup, sent, info, n_pos = _nodes_uplink(_cfg(name))
+    clients = np.arange(len(n_pos))
     down, _, b = server.finish(0, setup, sent, info, n_pos)
     for m in range(len(clients)):
         rec = _wire_record(sent, m)
@@ -98,6 +103,30 @@ def test_flower_records_carry_the_ledgers_bytes(name):
     rec = _wire_record(down, 0)
     down_framing = sum(frame_bytes(w.name, 1) if w.kind != "seed" else frame_bytes(w.name, 0) for w in down)
     assert array_payload(rec) == b["bytes_down_client"] - down_framing
+
+
+def test_the_flower_server_decodes_topk_onto_the_item_masks_rows(monkeypatch):
+    """As the engine's server: each client's k values written at the rows its item mask names, aggregated by rows
+    (no clients x items table), equal to the dense decode's aggregate to float rounding."""
+    from labcore.fed.aggregate import item_mean, rows_item_mean
+    from labcore.fed.local_train import RowUpdate
+    from labcore.methods.topk import TopKCompression
+
+    server, setup, sent, info, n_pos = _nodes_uplink(_cfg("topk", aggregation="item_mean"))
+    kinds = []
+    decode_uplink = TopKCompression.decode_uplink
+    monkeypatch.setattr(TopKCompression, "decode_uplink",
+                        lambda self, *a: kinds.append(type(out := decode_uplink(self, *a))) or out)
+    server.finish(0, setup, sent, info, n_pos)
+    assert kinds == [RowUpdate]
+    recv = F.received_wires(sent, 0, 0, info)
+    mask = recv.pop("item_mask").data.numpy()
+    touched = np.unpackbits(mask, axis=1, bitorder="little")[:, : server.n_items].astype(bool)
+    rows = decode_uplink(server.method, recv, setup, F.mask_rows(touched))
+    assert np.array_equal(rows.indptr, np.concatenate([[0], np.cumsum(touched.sum(1))]))
+    dense = decode_uplink(server.method, recv, setup)
+    assert torch.equal(rows.dense(), dense)
+    torch.testing.assert_close(rows_item_mean(rows), item_mean(dense, torch.from_numpy(touched)), atol=1e-7, rtol=1e-6)
 
 
 def _assert_same_numbers(eng, table):

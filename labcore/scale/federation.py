@@ -26,7 +26,7 @@ import torch
 from ..config import RunConfig, from_dict
 from ..fed import sampling as S
 from ..fed.aggregate import aggregate, fedavg_weights
-from ..fed.local_train import LowRank, train_cohort
+from ..fed.local_train import LowRank, RowUpdate, train_cohort
 from ..fed.mods import item_mask_wire, quantize_wires
 from ..methods import make_method
 from ..methods.base import FLOAT_KINDS, RoundSetup, Wire
@@ -300,6 +300,15 @@ def _cohort_plan(cfg: RunConfig, data, sampler, clients: np.ndarray, round_idx: 
 
 
 # --- the server -------------------------------------------------------------------------------
+def mask_rows(touched: np.ndarray) -> RowUpdate:
+    """The rows the item mask says the clients trained, (M, N) bool -> RowUpdate (no values yet: a codec that
+    decodes onto the rows, Top-K, writes them), so that the server sums rows, not clients x items tables."""
+    client, item = np.nonzero(touched)  # row-major: by client, then item
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(client, minlength=touched.shape[0]))]).astype(np.int64)
+    return RowUpdate.from_offsets(touched.shape[0], touched.shape[1], indptr, torch.from_numpy(item),
+                                  torch.empty(len(item), 0))
+
+
 class ServerRound:
     """The server's side of round t: fix the setup, then decode, aggregate and broadcast with the method's steps."""
 
@@ -323,12 +332,14 @@ class ServerRound:
         recv = received_wires(sent, cfg.up_bits, cfg.quant_bucket, info)
         mask = recv.pop("item_mask", None)
         m = len(n_pos)
+        rows = None
         if mask is not None:
             touched = torch.from_numpy(np.unpackbits(mask.data.numpy(), axis=1, bitorder="little")[:, : self.n_items]
                                        .astype(bool))
+            rows = mask_rows(touched.numpy())
         else:
             touched = torch.zeros(m, self.n_items, dtype=torch.bool)
-        decoded = self.method.decode_uplink(recv, setup)
+        decoded = self.method.decode_uplink(recv, setup, rows)  # Top-K onto the rows: as the engine's server
         agg = aggregate(decoded, cfg.aggregation, fedavg_weights(torch.from_numpy(n_pos)), touched,
                         getattr(self.method, "layout", "item"))
         down = self.method.downlink(agg, setup)
