@@ -179,25 +179,6 @@ def test_fused_trainer_gives_the_same_bits_on_one_or_two_threads(tiny, lowrank, 
     assert one.loss_sum == two.loss_sum
 
 
-@pytest.mark.parametrize("lowrank", [False, True])
-def test_fused_trainer_zeroes_a_reused_table_itself(tiny, lowrank):
-    """The round's table comes from a buffer the last round left full of values; each client's rows are zeroed
-    just before it trains. Garbage (NaN) in the buffer must not reach a single row."""
-    from labcore.fed.local_train import LowRank
-    from labcore.fed.workspace import Workspace
-
-    m = tiny.n_users
-    plan = S.plan_round(tiny, S.NegativeSampler(tiny), np.arange(m), 4, 2, 16, 0, 0)
-    g = torch.Generator().manual_seed(0)
-    Q, P = torch.randn(tiny.n_items, 6, generator=g) * 0.3, torch.randn(m, 6, generator=g) * 0.3
-    lr_ = LowRank(torch.randn(6, 3, generator=g) / 3**0.5, torch.ones(m, 3), torch.ones(m)) if lowrank else None
-    fresh = train_cohort(Q, P, plan, 0.1, 1e-2, lr_)
-    ws = Workspace()
-    ws.table(fresh.rows.values.shape[0] + 7, fresh.rows.values.shape[1]).fill(np.nan)
-    reused = train_cohort(Q, P, plan, 0.1, 1e-2, lr_, workspace=ws)
-    assert torch.equal(reused.rows.values, fresh.rows.values) and torch.equal(reused.p, fresh.p)
-
-
 def test_negative_redraws_follow_the_boolean_mask_order(tiny):
     """Only the positives drawn are redrawn, in increasing sample order, pass after pass: the same items as
     redrawing through a boolean mask over all samples (the sampler's first form)."""

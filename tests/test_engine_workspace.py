@@ -55,6 +55,9 @@ def test_a_plan_made_in_a_workspace_is_the_fresh_plan_round_after_round(tiny):
 
 @pytest.mark.parametrize("lowrank", [False, True])
 def test_the_trainers_rows_made_in_a_workspace_are_the_fresh_rows(tiny, lowrank):
+    """The round's table and rows come from buffers the last round left full of values; each client's rows of
+    the table are zeroed just before it trains, and every row's item is written. Garbage (NaN, -3) in the buffers
+    must not reach a single row."""
     from labcore.fed.local_train import LowRank
 
     m = tiny.n_users
@@ -65,6 +68,7 @@ def test_the_trainers_rows_made_in_a_workspace_are_the_fresh_rows(tiny, lowrank)
     fresh = train_cohort(Q, P, plan, 0.1, 1e-2, lr_)
     ws = Workspace()
     ws.array("row_item", fresh.rows.item.shape[0] + 5, np.int64).fill(-3)
+    ws.table(fresh.rows.values.shape[0] + 7, fresh.rows.values.shape[1]).fill(np.nan)
     made = train_cohort(Q, P, plan, 0.1, 1e-2, lr_, workspace=ws)
     assert torch.equal(made.rows.item, fresh.rows.item) and np.array_equal(made.rows.indptr, fresh.rows.indptr)
     assert torch.equal(made.rows.values, fresh.rows.values) and torch.equal(made.p, fresh.p)
