@@ -22,6 +22,8 @@ SAMPLE_ARRAYS = ("s_client", "s_item", "s_label", "slots", "row_item")
 
 
 class Workspace:
+    """Named buffers, each handing out an array of any shape and dtype while it is large enough."""
+
     def __init__(self):
         self._bufs: dict[str, np.ndarray] = {}
 
