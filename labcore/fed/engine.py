@@ -314,8 +314,8 @@ class Simulation:
             self.personal.train(clients, self.Q, plan, cfg.lr, cfg.weight_decay)
         sec_local = time.perf_counter() - t0
         n_pos, n_steps = plan.n_pos, plan.n_steps
-        if not self.keep_view:  # the schedule and the per-sample arrays are done with (150 MiB at Pinterest's
-            del plan  # full participation)
+        if not self.keep_view:  # the schedule and the per-sample arrays are done with
+            del plan
             if local.rows is not None and local.rows.values.nbytes > self._workspace.nbytes(*SAMPLE_ARRAYS):
                 # the update table is the larger (FedMF, SVD, Top-K): kept, the sample arrays would add to the
                 # run's memory peak (Pinterest FedMF at full participation: 1.80 -> 1.87 GiB), so they are freed

@@ -183,11 +183,6 @@ def _inv_counts(items: np.ndarray, valid: np.ndarray, n_items: int) -> np.ndarra
     return inv
 
 
-def _table(rows: int, width: int, workspace: Workspace | None) -> np.ndarray:
-    """The update table W, not zeroed: the kernels zero a client's rows just before it trains."""
-    return take(workspace, "W", (rows, width), np.float32)
-
-
 def _filled_slots(slots: np.ndarray, rows: int = 8192) -> int:
     """The schedule's non-padding slots, counted a block of rows at a time (a mask of the whole schedule is
     the size of a sample array: 18 MB at Pinterest's full participation, at the round's memory peak)."""
@@ -249,7 +244,8 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
     sched = (plan.slots, plan.sample_item, label, row_item, plan.n_active.astype(np.int64),
              plan.offsets.astype(np.int64), lr, 2.0 * weight_decay, prox_mu)
     B = None if lowrank is None else np.ascontiguousarray(lowrank.B.to(torch.float32).numpy())
-    W = _table(row_item.shape[0], d if B is None else B.shape[1], workspace)  # trained in place by the kernel
+    # the update table, trained in place by the kernel; not zeroed: each client zeroes its rows just before it trains
+    W = take(workspace, "W", (row_item.shape[0], d if B is None else B.shape[1]), np.float32)
     rows = RowUpdate.from_offsets(M, N, row_first, torch.from_numpy(row_item), torch.from_numpy(W), item_bits)
     row_lo, row_hi = rows.indptr[plan.order], rows.indptr[plan.order + 1]  # each client's rows, in schedule order
     if variates is not None:

@@ -173,9 +173,8 @@ def schedule_rows(n_steps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
 def plan_round(data: InteractionData, sampler: NegativeSampler, clients: np.ndarray, num_negatives: int,
                epochs: int, batch_size: int, seed: int, round_idx: int, workspace: Workspace | None = None
                ) -> RoundPlan:
-    """The round's plan. workspace: its per-sample arrays and schedule are made in that workspace's buffers
-    (`workspace.SAMPLE_ARRAYS`), valid until the next plan made in it, and its shuffle keys in the buffer of the
-    update table ("W")."""
+    """The round's plan. workspace: its per-sample arrays and schedule are made in that workspace's buffers,
+    valid until the next plan made in it, and its shuffle keys in the buffer of the update table ("W")."""
     from . import sampling_kernels as K
     from .threads import compiled_threads
 

@@ -39,10 +39,6 @@ class Workspace:
             buf = self._bufs[name] = np.empty(int(n * 1.1) + 64, dtype=np.uint8)
         return buf[:n].view(dtype).reshape(shape)
 
-    def table(self, rows: int, width: int) -> np.ndarray:
-        """The update table W: (rows, width) float32, not zeroed (the kernels zero each client's rows)."""
-        return self.array("W", (rows, width), np.float32)
-
     def nbytes(self, *names: str) -> int:
         return sum(self._bufs[n].nbytes for n in names if n in self._bufs)
 
