@@ -80,6 +80,26 @@ def _finished(pg, rounds: int) -> None:
     _idle(pg)
 
 
+def _press_until(pg, name: str, done: str, tries: int = 8) -> None:
+    """Press a button of the live part until the page text matches the regex `done`. The live part redraws
+    every 0.75 s, and where a redraw takes about as long (a slow or loaded machine) the button is replaced so
+    often that Playwright's click, which waits for a stable element, never lands (seen: 90 s of "element was
+    detached"). A click event dispatched to the button found at that instant is one step; a press the redraw
+    lost is pressed again, as a person would."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    test = f"() => /{done}/.test(document.body.innerText)"
+    for _ in range(tries):
+        try:
+            pg.get_by_role("button", name=name).first.dispatch_event("click", timeout=20_000)
+            pg.wait_for_function(test, timeout=20_000, polling=200)
+            return
+        except PlaywrightTimeout:
+            if pg.evaluate(test):
+                return
+    raise AssertionError(f"pressing {name!r} did not lead to /{done}/ in {tries} tries")
+
+
 def _metric(pg, label):
     for text in pg.locator("[data-testid=stMetric]").all_inner_texts():
         name, _, value = text.partition("\n")
@@ -139,8 +159,7 @@ def test_stop_halts_the_run_between_rounds_and_resume_continues_it(server, page)
     # a run of several seconds (200 clients, d=64): long enough to stop, resume and reload during it
     page.goto(server + "/?rounds=1000&clients_per_round=200&dim=64&eval_every=50&rank_every=0&seed=5")
     page.wait_for_function("() => /round ([1-9][0-9]+) \\/ 1000: training/.test(document.body.innerText)")
-    page.get_by_role("button", name="Stop").click()
-    page.wait_for_function("() => /round [0-9]+ \\/ 1000: stopped/.test(document.body.innerText)")
+    _press_until(page, "Stop", "round [0-9]+ \\/ 1000: stopped")
     resume = page.get_by_role("button", name="Resume")
     resume.wait_for()
     at_stop = page.locator("[data-testid=stProgress]").first.inner_text()
@@ -161,8 +180,7 @@ def test_stop_halts_the_run_between_rounds_and_resume_continues_it(server, page)
     assert "sessions watching" not in now
     assert int(re.search(r"round (\d+) /", now).group(1)) > stopped_round
     if ": training" in now:  # leave the server idle for the next test
-        page.get_by_role("button", name="Stop").click()
-        page.wait_for_function("() => /: (stopped|finished)/.test(document.body.innerText)")
+        _press_until(page, "Stop", ": (stopped|finished)")
 
 
 @pytest.mark.parametrize("name, path", [
