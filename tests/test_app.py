@@ -217,6 +217,16 @@ def test_compare_draws_the_rank_sweep_against_fedmf_and_reacts_to_the_values():
     assert at.query_params["_values"] == "1,2,4,8"
 
 
+@pytest.mark.parametrize("page", ["explorer", "compare"])
+def test_a_cleared_metric_chip_shows_hr_and_keeps_the_link_valid(page):
+    at = app(page=None if page == "explorer" else page)
+    at.query_params["_y"] = "ndcg"
+    at.run()
+    at.get("button_group")[0].set_value(None).run()  # clicking the chosen chip again clears it
+    assert not at.exception
+    assert "_y" not in at.query_params  # HR@10, the default, is not written; "_y=None" was (a link that warned)
+
+
 def test_compare_equal_ratio_puts_colr_svd_and_topk_on_the_same_axes():
     at = app(page="compare")
     at.selectbox(key="compare._mode").set_value("ratio").run()
