@@ -216,6 +216,8 @@ def option(spec: PageSpec, vs: ViewState, name: str, widget, *args, where=None, 
         v = vs.options[name]
         st.session_state[k] = list(v) if isinstance(v, tuple) else v
     value = getattr(where or st, widget)(*args, key=k, **kw)
+    if value is None:  # a cleared segmented control: the view, and so its link, takes the option's default
+        value = spec.option_defaults()[name]
     vs.options[name] = value
     return value
 

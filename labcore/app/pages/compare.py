@@ -27,8 +27,6 @@ def render() -> None:
     with_base = controls.option(SPEC, vs, "base", "toggle", "baseline", where=c[2],
                                 help="rank / ratio: FedMF with d = r; bits: the float32 run")
     y = controls.option(SPEC, vs, "y", "segmented_control", "metric", Y_METRICS, where=c[3], format_func=_Y.get)
-    if y is None:  # a segmented control can be cleared: the view (and so its link) shows HR@10, not "_y=None"
-        y = vs.options["y"] = "hr"
     values = tuple(sorted(values))
     if values:
         vs.options["values"] = values

@@ -32,8 +32,6 @@ def render() -> None:
                         format_func={"hr": "HR@10", "ndcg": "NDCG@10", "loss": "training loss",
                                      "hr_personal": "HR@10, personal models",
                                      "backdoor_success": "backdoor success"}.get)
-    if y is None:  # a segmented control can be cleared
-        y = vs.options["y"] = "hr"
     query = controls.sync_url(SPEC, vs, cfg)
     controls.share_box(SPEC, query)
     if cfg is None:
