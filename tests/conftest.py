@@ -50,3 +50,54 @@ def assert_a_stopped_run_resumes(cfg, data, folder, stop_after: int = 7):
     for col in ("hr", "hr_personal", "backdoor_success"):  # the personal models and attackers are state too
         if col in full.table:
             assert resumed.table[col].dropna().tolist() == full.table[col].dropna().tolist()
+
+
+# --- what a browser that lost a widget's value would mount (tests/test_app_mount.py) ---------------------------
+_VALUED = ("Selectbox", "Radio", "SelectSlider", "Multiselect", "ButtonGroup", "Slider", "NumberInput", "Toggle",
+           "Checkbox")
+
+
+def _widgets(node):
+    """Every keyed widget that holds a value (buttons hold none)."""
+    for child in getattr(node, "children", {}).values():
+        if getattr(child, "key", None) and type(child).__name__ in _VALUED:
+            yield child
+        yield from _widgets(child)
+
+
+def _mounted(el) -> list:
+    """The value a browser without the widget's state shows: the proto's default, as the widget state spells it."""
+    p, kind = el.proto, type(el).__name__
+    if kind in ("Selectbox", "Radio"):
+        return [el.options[p.default]] if p.HasField("default") else []
+    if kind in ("SelectSlider", "Multiselect"):
+        return [el.options[int(i)] for i in p.default]
+    if kind == "ButtonGroup":
+        return [p.options[int(i)].content for i in p.default]
+    if kind in ("Slider",):
+        return [float(x) for x in p.default]
+    if kind == "NumberInput":
+        return [float(p.default)] if p.HasField("default") else []
+    if kind in ("Toggle", "Checkbox"):
+        return [bool(p.default)]
+    raise AssertionError(f"no rule for {kind}")
+
+
+def _current(el) -> list:
+    """The widget's value now, as the browser would send it."""
+    ws = el._widget_state
+    field = ws.WhichOneof("value")
+    value = getattr(ws, field) if field else None
+    if field in ("string_array_value", "double_array_value", "int_array_value"):
+        return [float(x) if field == "double_array_value" else x for x in value.data]
+    if field == "double_value" or field == "int_value":
+        return [float(value)]
+    return [] if value is None else [value]
+
+
+def mount_mismatches(at, least: int = 5) -> list:
+    """(key, value a browser without the widget's state would mount, value now) of every keyed widget where the
+    two differ (tests/test_app_mount.py says why it matters)."""
+    widgets = list(_widgets(at.sidebar)) + list(_widgets(at.main))
+    assert len(widgets) >= least, f"the page drew {len(widgets)} keyed widgets, fewer than {least}"
+    return [(el.key, _mounted(el), _current(el)) for el in widgets if _mounted(el) != _current(el)]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT, shared_data
+from conftest import ROOT, mount_mismatches, shared_data
 
 TINY = {"synthetic_size": "tiny", "rounds": "4", "clients_per_round": "10", "dim": "8", "eval_every": "2",
         "rank_every": "2"}
@@ -321,6 +321,7 @@ def test_the_other_papers_pages_render_from_the_navigation():
             at = AppTest.from_file(str(page_file(name)), default_timeout=120)
             at.run()
             assert at.title and not at.exception, name  # (without $LABCORE_DATA a page may explain what it needs)
+            assert not mount_mismatches(at, least=0), name
     assert set(pages()) == {n for names in sections().values() for n in names}
 
 

@@ -22,6 +22,7 @@ import streamlit as st
 
 from ..config import ConfigError, RunConfig
 from . import presets
+from .mount import at_current
 from .state import CUSTOM_TIERS, TIER_PRESETS, Control, PageSpec, chain_label, encode, parse, ratio_label, tiers_name
 
 _TYPES = typing.get_type_hints(RunConfig)
@@ -124,30 +125,32 @@ def _draw(spec: PageSpec, c: Control, vs: ViewState, where) -> Any:
         st.session_state[k] = _to_widget(c, vs.values[c.field])
     kw = dict(key=k, help=c.help or None)
     if c.kind == "select":
-        return where.selectbox(c.label, c.options, **kw)
+        return where.selectbox(c.label, c.options, **kw, **at_current("selectbox", k, c.options))
     if c.kind == "select_slider":
         fmt = ratio_label if isinstance(c.options[0], float) else str
-        return where.select_slider(c.label, c.options, format_func=fmt, **kw)
+        return where.select_slider(c.label, c.options, format_func=fmt, **kw, **at_current("select_slider", k, c.options))
     if c.kind == "slider":
+        kw.update(at_current("slider", k))
         if _TYPES[c.field] is float:
             return where.slider(c.label, float(c.lo), float(c.hi), step=float(c.step or 0.1), **kw)
         return where.slider(c.label, int(c.lo), int(c.hi), step=int(c.step or 1), **kw)
     if c.kind == "number":
+        kw.update(at_current("number_input", k))
         if _TYPES[c.field] is int:
             return where.number_input(c.label, int(c.lo), int(c.hi), step=int(c.step or 1), **kw)
         return where.number_input(c.label, float(c.lo), float(c.hi), step=float(c.step or 0.1), format="%.4g", **kw)
     if c.kind == "toggle":
-        return where.toggle(c.label, **kw)
+        return where.toggle(c.label, **kw, **at_current("toggle", k))
     if c.kind == "tiers":
         opts = list(TIER_PRESETS)
         if st.session_state[k] == CUSTOM_TIERS:
             opts.append(CUSTOM_TIERS)
-        return where.selectbox(c.label, opts, **kw)
+        return where.selectbox(c.label, opts, **kw, **at_current("selectbox", k, opts))
     if c.kind == "chain":
         opts = list(c.options)
         if tuple(st.session_state[k]) not in opts:
             opts.append(tuple(st.session_state[k]))
-        return where.selectbox(c.label, opts, format_func=chain_label, **kw)
+        return where.selectbox(c.label, opts, format_func=chain_label, **kw, **at_current("selectbox", k, opts))
     raise ValueError(f"unknown control kind {c.kind!r}")
 
 
@@ -215,7 +218,8 @@ def option(spec: PageSpec, vs: ViewState, name: str, widget, *args, where=None, 
     if k not in st.session_state:
         v = vs.options[name]
         st.session_state[k] = list(v) if isinstance(v, tuple) else v
-    value = getattr(where or st, widget)(*args, key=k, **kw)
+    options = args[1] if len(args) > 1 else kw.get("options")
+    value = getattr(where or st, widget)(*args, key=k, **kw, **at_current(widget, k, options))
     if value is None:  # a cleared segmented control: the view, and so its link, takes the option's default
         value = spec.option_defaults()[name]
     vs.options[name] = value

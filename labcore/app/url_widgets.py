@@ -6,15 +6,18 @@
     ui.warnings()                                  # what a link asked for that could not be used
 
 A widget takes its first value from the URL (or the default) once, through `st.session_state`, and is
-drawn with a stable key and no `value=`/`index=`: passing the URL's value on every rerun is what makes a
-control snap back to its previous value on the next change. After drawing, the value is written back to
-the URL (only when it differs from the default), so every view is a link.
+drawn with a stable key; its `value=`/`index=` is its current value (`mount.at_current`), never the URL's,
+so a browser that remounts it shows the view as it was and a change never snaps back to the link's value.
+After drawing, the value is written back to the URL (only when it differs from the default), so every view
+is a link.
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
 import streamlit as st
+
+from .mount import at_current
 
 
 def _text(v: Any) -> str:
@@ -42,9 +45,15 @@ class UrlWidgets:
 
     # --- the first value: URL, else default ------------------------------------------------------------
     def _initial(self, name: str, default: Any, parse: Callable[[str], Any], valid: Callable[[Any], bool],
-                 allowed: str) -> None:
+                 allowed: str, refit: Callable[[Any], Any] | None = None) -> None:
         key = self.key(name)
         if key in st.session_state:
+            try:
+                ok = valid(st.session_state[key])
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:  # its range or options follow another control that changed (flalgos: clients a round per task)
+                st.session_state[key] = refit(st.session_state[key]) if refit else default
             return
         raw = st.query_params.get(name)
         value = default
@@ -81,17 +90,19 @@ class UrlWidgets:
     def slider(self, name: str, label: str, lo, hi, default, step=None, where=None, **kw):
         kind = float if isinstance(default, float) or isinstance(step, float) else int
         lo, hi, default = kind(lo), kind(hi), kind(default)
-        self._initial(name, default, kind, lambda v: lo <= v <= hi, f"{lo:g} to {hi:g}")
+        self._initial(name, default, kind, lambda v: lo <= v <= hi, f"{lo:g} to {hi:g}",
+                      refit=lambda v: min(max(kind(v), lo), hi))
         value = (where or st).slider(label, lo, hi, step=kind(step) if step is not None else None,
-                                     key=self.key(name), **kw)
+                                     key=self.key(name), **kw, **at_current("slider", self.key(name)))
         return self._publish(name, value, default)
 
     def number(self, name: str, label: str, lo, hi, default, step=None, where=None, **kw):
         kind = float if isinstance(default, float) else int
         lo, hi, default = kind(lo), kind(hi), kind(default)
-        self._initial(name, default, kind, lambda v: lo <= v <= hi, f"{lo:g} to {hi:g}")
+        self._initial(name, default, kind, lambda v: lo <= v <= hi, f"{lo:g} to {hi:g}",
+                      refit=lambda v: min(max(kind(v), lo), hi))
         value = (where or st).number_input(label, lo, hi, step=kind(step) if step is not None else None,
-                                           key=self.key(name), **kw)
+                                           key=self.key(name), **kw, **at_current("number_input", self.key(name)))
         return self._publish(name, value, default)
 
     def select(self, name: str, label: str, options: Sequence, default=None, where=None, radio: bool = False,
@@ -102,7 +113,7 @@ class UrlWidgets:
         self._initial(name, default, lambda raw: by_text[raw], lambda v: v in options,
                       ", ".join(by_text))
         draw = (where or st).radio if radio else (where or st).selectbox
-        value = draw(label, options, key=self.key(name), **kw)
+        value = draw(label, options, key=self.key(name), **kw, **at_current("selectbox", self.key(name), options))
         return self._publish(name, value, default)
 
     def select_slider(self, name: str, label: str, options: Sequence, default=None, where=None, **kw):
@@ -110,7 +121,8 @@ class UrlWidgets:
         default = options[0] if default is None else default
         by_text = {_text(o): o for o in options}
         self._initial(name, default, lambda raw: by_text[raw], lambda v: v in options, ", ".join(by_text))
-        value = (where or st).select_slider(label, options=options, key=self.key(name), **kw)
+        value = (where or st).select_slider(label, options=options, key=self.key(name), **kw,
+                                            **at_current("select_slider", self.key(name), options))
         return self._publish(name, value, default)
 
     def multiselect(self, name: str, label: str, options: Sequence, default: Sequence = (), where=None, **kw):
@@ -119,11 +131,12 @@ class UrlWidgets:
         default = list(default)
         self._initial(name, default, lambda raw: [by_text[x] for x in raw.split(",") if x],
                       lambda v: all(x in options for x in v), ", ".join(by_text))
-        value = (where or st).multiselect(label, options, key=self.key(name), **kw)
+        value = (where or st).multiselect(label, options, key=self.key(name), **kw,
+                                          **at_current("multiselect", self.key(name), options))
         return self._publish(name, list(value), default)
 
     def toggle(self, name: str, label: str, default: bool = False, where=None, **kw):
         parse = {"1": True, "0": False, "true": True, "false": False}
         self._initial(name, bool(default), lambda raw: parse[raw.lower()], lambda v: isinstance(v, bool), "1, 0")
-        value = (where or st).toggle(label, key=self.key(name), **kw)
+        value = (where or st).toggle(label, key=self.key(name), **kw, **at_current("toggle", self.key(name)))
         return self._publish(name, bool(value), bool(default))
