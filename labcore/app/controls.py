@@ -128,7 +128,8 @@ def _draw(spec: PageSpec, c: Control, vs: ViewState, where) -> Any:
         return where.selectbox(c.label, c.options, **kw, **at_current("selectbox", k, c.options))
     if c.kind == "select_slider":
         fmt = ratio_label if isinstance(c.options[0], float) else str
-        return where.select_slider(c.label, c.options, format_func=fmt, **kw, **at_current("select_slider", k, c.options))
+        return where.select_slider(c.label, c.options, format_func=fmt, **kw,
+                                   **at_current("select_slider", k, c.options))
     if c.kind == "slider":
         kw.update(at_current("slider", k))
         if _TYPES[c.field] is float:
