@@ -74,7 +74,7 @@ def _mounted(el) -> list:
         return [el.options[int(i)] for i in p.default]
     if kind == "ButtonGroup":
         return [p.options[int(i)].content for i in p.default]
-    if kind in ("Slider",):
+    if kind == "Slider":
         return [float(x) for x in p.default]
     if kind == "NumberInput":
         return [float(p.default)] if p.HasField("default") else []

@@ -112,8 +112,9 @@ class UrlWidgets:
         by_text = {_text(o): o for o in options}
         self._initial(name, default, lambda raw: by_text[raw], lambda v: v in options,
                       ", ".join(by_text))
-        draw = (where or st).radio if radio else (where or st).selectbox
-        value = draw(label, options, key=self.key(name), **kw, **at_current("selectbox", self.key(name), options))
+        widget = "radio" if radio else "selectbox"
+        value = getattr(where or st, widget)(label, options, key=self.key(name), **kw,
+                                             **at_current(widget, self.key(name), options))
         return self._publish(name, value, default)
 
     def select_slider(self, name: str, label: str, options: Sequence, default=None, where=None, **kw):
