@@ -183,6 +183,30 @@ def test_committed_results_load_if_present(card_id, monkeypatch):
         assert res.within_tolerance  # the communication column is exact
 
 
+@pytest.mark.parametrize("card_id", figures.card_ids())
+def test_every_committed_comparison_has_one_type_a_column(card_id, monkeypatch):
+    """Every topic's stored comparison converts to an Arrow table as the app's table widget does it, strictly: a
+    column mixing text ("0.55 < 1.76") and numbers made Streamlit print a traceback on each view of the page."""
+    import pyarrow as pa
+
+    monkeypatch.delenv(figures.registry.RESULTS_ENV, raising=False)
+    res = figures.stored(card_id)
+    if res is None:
+        pytest.skip(f"no committed result for {card_id}")
+    cmp = res.comparison()
+    pa.Table.from_pandas(cmp, preserve_index=False)
+    assert cmp["quantity"].notna().all()
+
+
+def test_a_comparison_column_mixing_text_and_numbers_becomes_text_as_printed():
+    mixed = pd.DataFrame({"quantity": ["a", "b", "c"], "paper": ["4/5", 0.25, None], "ours": [1.5, 2, float("nan")],
+                          "ok": [True, None, False], "note": ["", "", ""]})
+    out = figures.registry._one_type_a_column(mixed.copy())
+    assert list(out["paper"][:2]) == ["4/5", "0.25"] and pd.isna(out["paper"][2])
+    assert out["ours"].tolist()[:2] == [1.5, 2]  # numbers alone stay numbers
+    assert list(out["ok"]) == [True, None, False]
+
+
 def test_cli_lists_runs_a_smoke_card_and_refuses_to_save_smoke(tmp_path, capsys, results):
     assert main(["figure", "--list"]) == 0
     out = capsys.readouterr().out

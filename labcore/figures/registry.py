@@ -79,7 +79,7 @@ class FigureCard:
     def compare(self, ours: pd.DataFrame, paper: pd.DataFrame | None = None) -> pd.DataFrame:
         """Ours beside the paper's, one quantity a row; `ok` is None for rows shown for information."""
         out = self.compare_fn(ours, self.paper if paper is None else paper)
-        return out.reindex(columns=list(COMPARE_COLUMNS))
+        return _one_type_a_column(out.reindex(columns=list(COMPARE_COLUMNS)))
 
     def check(self, ours: pd.DataFrame, paper: pd.DataFrame | None = None) -> bool:
         """Within tolerance: every checked row of `compare` is ok (and there is at least one)."""
@@ -94,6 +94,16 @@ class FigureCard:
         lines.append(f"  tolerance: {self.tolerance_text}")
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
+
+
+def _one_type_a_column(table: pd.DataFrame) -> pd.DataFrame:
+    """A column mixing text ("0.55 < 1.76", "4/5") and numbers gets its numbers as text, as they print: the app's
+    table widget (Arrow) takes one type a column and otherwise writes a traceback to the terminal on every view."""
+    for col in ("quantity", "paper", "ours", "note"):
+        values = [v for v in table[col] if v is not None and v == v]
+        if any(isinstance(v, str) for v in values) and not all(isinstance(v, str) for v in values):
+            table[col] = [v if v is None or v != v or isinstance(v, str) else str(v) for v in table[col]]
+    return table
 
 
 @dataclass(eq=False)
