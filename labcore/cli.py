@@ -90,7 +90,7 @@ def cmd_figure(ns) -> int:
         return 0
     if ns.list or not ns.card:
         for c in figures.list_cards():
-            st = figures.stored(c.id) if ns.list else None
+            st = figures.stored(c.id, figure=False) if ns.list else None
             mark = "" if st is None else f"  [stored: {'ok' if st.within_tolerance else 'differs'}]"
             print(f"{c.id:<22} {c.kind:<6} {c.title}{mark}")
         if not ns.list:

@@ -283,8 +283,9 @@ def save(result: CardResult, command: str, folder: Path | str | None = None, run
     return folder / f"{card.id}.csv"
 
 
-def stored(card_id: str, folder: Path | str | None = None) -> CardResult | None:
-    """The committed full-size reproduction of a card, or None if there is none."""
+def stored(card_id: str, folder: Path | str | None = None, figure: bool = True) -> CardResult | None:
+    """The committed full-size reproduction of a card, or None if there is none. figure=False: without its plot
+    (None), for a listing that needs only the verdict (drawing every card's plot was most of `figure --list`)."""
     card = get(card_id)
     folder = Path(folder) if folder else results_dir()
     csv, meta_path = folder / f"{card.id}.csv", folder / f"{card.id}.json"
@@ -294,5 +295,6 @@ def stored(card_id: str, folder: Path | str | None = None) -> CardResult | None:
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
     paper = card.paper.copy()
     runtime = meta.get("standalone_runtime_s") or meta.get("runtime_s")  # its runs' training time if logged
-    return CardResult(card.id, ours, paper, card.plot(ours, paper), float(runtime if runtime else "nan"),
-                      card.check(ours, paper), meta.get("size", "full"), meta)
+    drawn = card.plot(ours, paper) if figure else None
+    return CardResult(card.id, ours, paper, drawn, float(runtime if runtime else "nan"), card.check(ours, paper),
+                      meta.get("size", "full"), meta)
