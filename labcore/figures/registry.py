@@ -100,9 +100,9 @@ def _one_type_a_column(table: pd.DataFrame) -> pd.DataFrame:
     """A column mixing text ("0.55 < 1.76", "4/5") and numbers gets its numbers as text, as they print: the app's
     table widget (Arrow) takes one type a column and otherwise writes a traceback to the terminal on every view."""
     for col in ("quantity", "paper", "ours", "note"):
-        values = [v for v in table[col] if v is not None and v == v]
-        if any(isinstance(v, str) for v in values) and not all(isinstance(v, str) for v in values):
-            table[col] = [v if v is None or v != v or isinstance(v, str) else str(v) for v in table[col]]
+        text = {isinstance(v, str) for v in table[col] if pd.notna(v)}
+        if text == {True, False}:
+            table[col] = [str(v) if pd.notna(v) and not isinstance(v, str) else v for v in table[col]]
     return table
 
 
