@@ -8,6 +8,8 @@ import random
 import re
 import time
 
+import pytest
+
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
@@ -87,6 +89,7 @@ def _fresh(query, page):
     return at
 
 
+@pytest.mark.classroom  # about 3 min: CI runs it after the default suite, with the browser sweeps
 def test_random_walk_of_200_widget_changes_across_pages():
     rng = random.Random(20261122)
     at = _fresh(START, "explorer")

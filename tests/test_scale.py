@@ -155,6 +155,7 @@ def test_flower_simulation_gives_the_engines_numbers(name, tmp_path, monkeypatch
     assert (fr.table["flower_bytes_up"] > fr.table["bytes_up"]).all()
 
 
+@pytest.mark.deployment  # minutes of process start-up: CI runs it after the default suite
 def test_deployment_superlink_and_three_supernodes(tmp_path):
     """Flower's deployment mode: a SuperLink and 3 SuperNodes as separate processes on 127.0.0.1, CoLR for
     2 rounds through `flwr run`, every process stopped at the end."""
@@ -180,6 +181,7 @@ def test_deployment_superlink_and_three_supernodes(tmp_path):
     _assert_same_numbers(eng, table)
 
 
+@pytest.mark.deployment  # minutes of process start-up: CI runs it after the default suite
 def test_ray_backend_writes_the_same_cache_as_processes(tmp_path, monkeypatch):
     from labcore.figures.runs import train_parallel, train_ray
     from labcore.scale.ray_runs import shutdown
