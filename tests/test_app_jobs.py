@@ -103,3 +103,40 @@ def test_runs_beyond_the_training_slots_wait_in_line(tmp_path):
     again = hub.follow(CFG.replace(rounds=5, seed=2), _data(), "c", tmp_path)
     assert again is not third
     assert _wait(again).complete
+
+
+def test_a_job_waits_for_another_process_training_its_config_and_shows_that_result(tmp_path):
+    """A `labcore figure` command (here: the lock it holds) training the same config into the same cache: the
+    app's job waits instead of training it a second time, then shows the stored result."""
+    from filelock import FileLock
+
+    from labcore.fed.trainer_lock import LOCK_NAME
+
+    folder = tmp_path / CFG.key()
+    folder.mkdir()
+    hub = jobs.JobHub()
+    with FileLock(folder / LOCK_NAME):
+        job = hub.follow(CFG, _data(), "s", tmp_path)
+        time.sleep(1.5)  # the job had time to train a round if it did not wait
+        assert job.snapshot is None and not job.done
+        ref = run(CFG, data=_data(), use_cache=False, progress=False)
+        ref.save(folder)  # what the other process stores when it finishes
+    _wait(job)
+    assert job.error is None and job.complete and job.snapshot.cached  # read from the cache, not trained
+    pd.testing.assert_frame_equal(job.snapshot.table[NUMERIC], ref.table[NUMERIC])
+
+
+def test_a_job_waiting_for_the_lock_stops_when_nobody_watches(tmp_path):
+    from filelock import FileLock
+
+    from labcore.fed.trainer_lock import LOCK_NAME
+
+    folder = tmp_path / CFG.key()
+    folder.mkdir()
+    hub = jobs.JobHub()
+    with FileLock(folder / LOCK_NAME):
+        job = hub.follow(CFG, _data(), "s", tmp_path)
+        job.release("s", now=True)  # the Stop button
+        _wait(job, timeout=60)
+    assert job.stopped and job.error is None and job.snapshot is None
+    assert not (folder / "result.json").exists()

@@ -33,6 +33,7 @@ from typing import Callable
 from ..config import RunConfig
 from ..data.base import InteractionData
 from ..fed.engine import Simulation, default_cache_dir, resume, train_rounds
+from ..fed.trainer_lock import one_trainer
 from ..results import Result
 
 PUBLISH_S = 0.2  # at most this often a running job publishes a partial result (the first round at once)
@@ -190,25 +191,37 @@ class Job:
 
     def _train(self) -> None:
         try:
-            sim = Simulation(self.cfg, self.data)
-            if resume(sim, self.folder):
-                self.resumed_from = sim.round
-                self._publish(sim.result(False))
-            last = None
-
-            def after_step(sim: Simulation, _row: dict) -> None:
-                nonlocal last
-                now = time.monotonic()
-                if self.first_round_s is None:
-                    self.first_round_s = now - self.created
-                if last is None or now - last >= PUBLISH_S:  # the first round at once: drawing starts
-                    self._publish(sim.result(False))
-                    last = time.monotonic()
-
-            res = train_rounds(sim, self.folder, should_stop=self.should_stop, after_step=after_step)
-            self._publish(res, done=True)
+            # another process (a `labcore figure` command, a second server) training the same config into
+            # the same cache: wait for it, then show its result or resume from where it stopped
+            with one_trainer(self.folder, self.should_stop) as mine:
+                if (self.folder / "result.json").exists():
+                    self._publish(Result.load(self.folder), done=True)
+                elif mine:
+                    self._train_held()
+                else:
+                    self._publish(None, done=True)
         except Exception as e:  # shown to the watchers; the next request retries
             self._publish(None, done=True, error=f"{type(e).__name__}: {e}")
+
+    def _train_held(self) -> None:
+        """Train with the config's training lock held (`_train`)."""
+        sim = Simulation(self.cfg, self.data)
+        if resume(sim, self.folder):
+            self.resumed_from = sim.round
+            self._publish(sim.result(False))
+        last = None
+
+        def after_step(sim: Simulation, _row: dict) -> None:
+            nonlocal last
+            now = time.monotonic()
+            if self.first_round_s is None:
+                self.first_round_s = now - self.created
+            if last is None or now - last >= PUBLISH_S:  # the first round at once: drawing starts
+                self._publish(sim.result(False))
+                last = time.monotonic()
+
+        res = train_rounds(sim, self.folder, should_stop=self.should_stop, after_step=after_step)
+        self._publish(res, done=True)
 
     @property
     def stopped(self) -> bool:

@@ -921,19 +921,15 @@ def run(cfg: FairConfig, *, data=None, cache_dir: Path | str | None = None, use_
         progress: bool = False, on_round: Callable[[dict], None] | None = None,
         should_stop: Callable[[], bool] | None = None) -> FairResult:
     """Train and evaluate one configuration; cached on disk by `cfg.key()`, resumable from a checkpoint."""
-    from ..fed.engine import resume, run_with_progress
+    from ..fed.engine import run_cached
 
-    folder = Path(cache_dir or default_cache_dir()) / cfg.key()
-    if use_cache and (folder / "result.json").exists():
-        return FairResult.load(folder)
-    sim = FairSimulation(cfg, data)
-    if use_cache:
-        resume(sim, folder)
-    bar = None
-    if progress:
+    def bar(start: int):
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=cfg.rounds, initial=sim.round, desc=cfg.describe(), unit="round", leave=False)
-    return run_with_progress(sim, folder if use_cache else None, bar, on_round=on_round, should_stop=should_stop,
-                             postfix=lambda row: {METRIC_NAME[cfg.task]: f"{row['metric']:.4f}"}
-                             if "metric" in row else None)
+        return tqdm(total=cfg.rounds, initial=start, desc=cfg.describe(), unit="round", leave=False)
+
+    folder = Path(cache_dir or default_cache_dir()) / cfg.key()
+    return run_cached(lambda: FairSimulation(cfg, data), folder if use_cache else None, FairResult.load,
+                      bar if progress else None, on_round=on_round, should_stop=should_stop,
+                      postfix=lambda row: {METRIC_NAME[cfg.task]: f"{row['metric']:.4f}"}
+                      if "metric" in row else None)

@@ -42,6 +42,7 @@ from .meta_train import perfedavg_quality, train_perfedavg, train_pfedme
 from .personal import PersonalModels
 from .scaffold import ControlVariates
 from .secure import make_secure_mod
+from .trainer_lock import one_trainer
 from .workspace import SAMPLE_ARRAYS, Workspace
 
 LAYOUTS = ("rows", "dense")
@@ -685,15 +686,33 @@ def run(cfg: RunConfig, *, data: InteractionData | None = None, cache_dir: Path 
     returned with complete=False.
     """
     folder = Path(cache_dir or default_cache_dir()) / cfg.key()
-    if use_cache and (folder / "result.json").exists():
-        return Result.load(folder)
-    sim = Simulation(cfg, data if data is not None else load_data(cfg))
-    if use_cache:
+    return run_cached(lambda: Simulation(cfg, data if data is not None else load_data(cfg)),
+                      folder if use_cache else None, Result.load,
+                      (lambda start: _progress(cfg, start)) if progress else None,
+                      on_round=on_round, should_stop=should_stop,
+                      postfix=lambda row: {"hr": f"{row['hr']:.3f}", "ndcg": f"{row['ndcg']:.3f}"}
+                      if "hr" in row else None)
+
+
+def run_cached(make_sim: Callable[[], object], folder: Path | None, load: Callable[[Path], object],
+               make_bar: Callable[[int], object] | None = None, **kw):
+    """The body of every cached `run()` (this engine's and FAIR's): a stored result at once; otherwise one
+    trainer per config across processes (a second one waits, then reads the first's result or resumes from
+    its checkpoint), resuming from a checkpoint, rounds with a progress bar from `make_bar(start round)`.
+    folder None: no cache, train from round 0. `kw`: `run_with_progress`'s on_round, should_stop, postfix."""
+    if folder is not None and (folder / "result.json").exists():
+        return load(folder)
+    if folder is None:
+        sim = make_sim()
+        return run_with_progress(sim, None, make_bar(0) if make_bar else None, **kw)
+    with one_trainer(folder, kw.get("should_stop")) as mine:
+        if (folder / "result.json").exists():  # the trainer this one waited for finished it
+            return load(folder)
+        sim = make_sim()
+        if not mine:  # stopped while another process trained it
+            return sim.result(False)
         resume(sim, folder)
-    bar = _progress(cfg, sim.round) if progress else None
-    return run_with_progress(sim, folder if use_cache else None, bar, on_round=on_round, should_stop=should_stop,
-                             postfix=lambda row: {"hr": f"{row['hr']:.3f}", "ndcg": f"{row['ndcg']:.3f}"}
-                             if "hr" in row else None)
+        return run_with_progress(sim, folder, make_bar(sim.round) if make_bar else None, **kw)
 
 
 def run_with_progress(sim, folder: Path | None, bar=None, *, on_round: Callable[[dict], None] | None = None,
