@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from labcore import RunConfig, run
-from labcore.app import jobs
+from labcore.app import jobs, runs
 
 CFG = RunConfig(synthetic_size="tiny", dim=8, rank=2, rounds=12, clients_per_round=10, eval_every=3, rank_every=2,
                 checkpoint_every=1000)
@@ -119,10 +119,12 @@ def test_a_job_waits_for_another_process_training_its_config_and_shows_that_resu
         job = hub.follow(CFG, _data(), "s", tmp_path)
         time.sleep(1.5)  # the job had time to train a round if it did not wait
         assert job.snapshot is None and not job.done
+        assert runs._view(CFG, job).elsewhere  # the Explorer says another process trains it
         ref = run(CFG, data=_data(), use_cache=False, progress=False)
         ref.save(folder)  # what the other process stores when it finishes
     _wait(job)
     assert job.error is None and job.complete and job.snapshot.cached  # read from the cache, not trained
+    assert not runs._view(CFG, job).elsewhere
     pd.testing.assert_frame_equal(job.snapshot.table[NUMERIC], ref.table[NUMERIC])
 
 

@@ -289,10 +289,10 @@ def _open_expanders(pg) -> None:
 def test_every_control_of_a_topic_page_sticks_and_reaches_the_link(server, page, name, changes=2, most=2):
     """`changes` changes in a row to each slider and select box: each value stays (no snapping back to the
     link's value on the next rerun, which used to throw away every second change), and the final view comes
-    back from its link in a fresh load. The default suite moves the first two sliders and select boxes of
-    each topic page twice (they all share one mechanism, `UrlWidgets`; each change waits for the page's
-    computation, a minute a page for the matrix-completion race and the SDP solves at three); the classroom
-    sweep below moves every control of every page five times."""
+    back from its link in a fresh load. It moves the first two sliders and select boxes of each topic page
+    twice (they all share one mechanism, `UrlWidgets`; each change waits for the page's computation, a minute a
+    page for the matrix-completion race and the SDP solves at three), and checks every sidebar value after the
+    fresh load; the classroom sweep below moves every control of every page five times."""
     page.goto(f"{server}/{name}")
     page.wait_for_selector("h1")
     page.wait_for_selector("input[type=range], [data-testid=stSelectbox]", state="attached")

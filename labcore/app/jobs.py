@@ -80,6 +80,7 @@ class Job:
         self.cfg, self.data, self.folder = cfg, data, folder
         self._slots = slots
         self.queued = slots is not None  # waiting for a training slot
+        self.elsewhere = False  # waiting for another process that trains the same config into the same cache
         self._lock = threading.Condition()
         self.version = 0  # bumped at every publish
         self.snapshot: Result | None = None
@@ -193,7 +194,8 @@ class Job:
         try:
             # another process (a `labcore figure` command, a second server) training the same config into
             # the same cache: wait for it, then show its result or resume from where it stopped
-            with one_trainer(self.folder, self.should_stop) as mine:
+            with one_trainer(self.folder, self.should_stop, on_wait=self._waits_elsewhere) as mine:
+                self.elsewhere = False
                 if (self.folder / "result.json").exists():
                     self._publish(Result.load(self.folder), done=True)
                 elif mine:
@@ -202,6 +204,10 @@ class Job:
                     self._publish(None, done=True)
         except Exception as e:  # shown to the watchers; the next request retries
             self._publish(None, done=True, error=f"{type(e).__name__}: {e}")
+
+    def _waits_elsewhere(self) -> None:
+        self.elsewhere = True
+        self._publish(None)  # the pages redraw and say so
 
     def _train_held(self) -> None:
         """Train with the config's training lock held (`_train`)."""

@@ -147,6 +147,7 @@ class RunView:
     version: int = -1
     resumed_from: int = 0
     queued: int | None = None  # waiting for a training slot: runs ahead of it
+    elsewhere: bool = False  # waiting for another process training the same config into the same cache
 
     @property
     def rounds_done(self) -> int:
@@ -156,7 +157,7 @@ class RunView:
 def _view(cfg: RunConfig, job: jobs.Job) -> RunView:
     """The job (of training_config(cfg)) as `cfg` shows it: re-timed when cfg's wall-clock knobs differ."""
     return RunView(cfg, timed(job.snapshot, cfg), job.done, job.error, job.stopped, False, job.watchers, job.version,
-                   job.resumed_from, hub().ahead(job) if job.queued else None)
+                   job.resumed_from, hub().ahead(job) if job.queued else None, job.elsewhere and not job.done)
 
 
 def stop(cfg: RunConfig) -> None:

@@ -19,11 +19,13 @@ POLL_S = 0.5  # how often a waiter asks `should_stop` (the app's Stop button, no
 
 
 @contextmanager
-def one_trainer(folder: Path, should_stop: Callable[[], bool] | None = None) -> Iterator[bool]:
+def one_trainer(folder: Path, should_stop: Callable[[], bool] | None = None,
+                on_wait: Callable[[], None] | None = None) -> Iterator[bool]:
     """Hold the training lock of the config cached in `folder` for the block.
 
     Yields True once the lock is held; yields False (without it) if `should_stop()` turned true while another
-    trainer held it. `should_stop` is only asked while waiting."""
+    trainer held it. `should_stop` is only asked while waiting; `on_wait()` is called once when waiting starts
+    (the app says so on the page)."""
     folder.mkdir(parents=True, exist_ok=True)
     lock = FileLock(folder / LOCK_NAME)
     told = False
@@ -36,6 +38,8 @@ def one_trainer(folder: Path, should_stop: Callable[[], bool] | None = None) -> 
                 print(f"another process is training this config ({folder.name}); waiting for its result",
                       file=sys.stderr, flush=True)
                 told = True
+                if on_wait is not None:
+                    on_wait()
             if should_stop is not None and should_stop():
                 yield False
                 return

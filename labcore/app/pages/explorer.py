@@ -72,7 +72,11 @@ def render() -> None:
             st.info(f"Waiting for a free training slot on this server: {v.queued} run(s) ahead of this one. "
                     "It starts by itself.", icon=":material/hourglass_top:")
         if res is None:
-            if v.queued is None:
+            if v.elsewhere:
+                st.info("Another process (a `labcore figure` command, another app server) is training this "
+                        "configuration into the same result cache: this page shows its result when it is done, "
+                        "or carries on from where it stops.", icon=":material/hourglass_top:")
+            elif v.queued is None:
                 st.info("Stopped before its first round." if v.stopped else "Starting the run...")
             return
         t = res.table
