@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import functools
+import json
 import math
 import os
 import threading
@@ -48,6 +49,7 @@ from .workspace import SAMPLE_ARRAYS, Workspace
 LAYOUTS = ("rows", "dense")
 
 CHECKPOINT = "checkpoint.pt"
+TIMING = "timing.json"  # how long the finished run trained, written beside its result
 # A periodic checkpoint waits until this many times the last one's writing time has gone to training: most
 # checkpoints take milliseconds, but SCAFFOLD's keeps every client's variate (1.1 GB on MovieLens-1M, 4 to 5 s
 # to write), which every 50 rounds (about 1 s of training) would cost more than the training. A stop or Ctrl-C
@@ -628,6 +630,35 @@ def save_checkpoint(sim, folder: Path) -> None:
     os.replace(tmp, folder / CHECKPOINT)  # atomic: a crash mid-write never corrupts the last checkpoint
 
 
+class _CpuClock:
+    """CPU seconds of the training: the process's, or the thread's when it trains in a thread (the app's jobs
+    share one process; the engine's torch and compiled loops run on the calling thread)."""
+
+    def __init__(self):
+        main = threading.current_thread() is threading.main_thread()
+        self.name, self.now = ("process", time.process_time) if main else ("thread", time.thread_time)
+
+
+def save_timing(folder: Path, seconds: float, cpu_seconds: float, cpu_clock: str, resumed_at: int,
+                rounds: int) -> None:
+    """How long the rounds from `resumed_at` to `rounds` took in the process that trained them, so a card
+    reading the run from the shared cache knows its cost even when another process trained it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    load = os.getloadavg()[1] if hasattr(os, "getloadavg") else float("nan")
+    (folder / TIMING).write_text(json.dumps({
+        "seconds": round(seconds, 2), "cpu_seconds": round(cpu_seconds, 2), "cpu_clock": cpu_clock,
+        "resumed_at": resumed_at, "rounds": rounds, "load_avg": round(load, 2),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=1))
+
+
+def load_timing(folder: Path) -> dict | None:
+    """The timing a finished run left beside its result (None for results stored before it was kept)."""
+    try:
+        return json.loads((folder / TIMING).read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def resume(sim, folder: Path) -> bool:
     """Load the run's checkpoint from `folder` if there is a readable one of this config."""
     ckpt = folder / CHECKPOINT
@@ -650,7 +681,9 @@ def train_rounds(sim, folder: Path | None, *, should_stop: Callable[[], bool] | 
     removed).
     """
     cfg = sim.cfg
-    saved_at, save_cost = time.perf_counter(), 0.0
+    clock = _CpuClock()
+    started, t0, c0 = sim.round, time.perf_counter(), clock.now()
+    saved_at, save_cost = t0, 0.0
     while sim.round < cfg.rounds:
         if should_stop is not None and should_stop():
             break
@@ -666,7 +699,8 @@ def train_rounds(sim, folder: Path | None, *, should_stop: Callable[[], bool] | 
     complete = sim.round >= cfg.rounds
     res = sim.result(complete)
     if folder is not None:
-        if complete:
+        if complete:  # the timing first: a result.json marks the run as stored
+            save_timing(folder, time.perf_counter() - t0, clock.now() - c0, clock.name, started, cfg.rounds)
             res.save(folder)
             (folder / CHECKPOINT).unlink(missing_ok=True)
         elif sim.round:

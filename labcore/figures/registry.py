@@ -272,7 +272,7 @@ def save(result: CardResult, command: str, folder: Path | str | None = None, run
             meta["standalone_runtime_s"] = round(float(sum(secs[k] for k in known)), 1) if keys else None
             cpu = [cpus[k] for k in known if cpus[k] == cpus[k]]
             meta["standalone_cpu_s"] = round(float(sum(cpu)), 1) if keys else None
-            meta["runs_without_time"] = len(keys) - len(known)  # trained elsewhere (a concurrent run): not logged
+            meta["runs_without_time"] = len(keys) - len(known)  # stored without a timing, trained elsewhere
             meta["runs_without_cpu_time"] = len(keys) - len(cpu)
             for c in meta["configs"]:
                 c["train_seconds"] = None if secs.get(c["key"]) != secs.get(c["key"]) else secs.get(c["key"])

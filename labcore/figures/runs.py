@@ -38,26 +38,15 @@ def n_items(cfg: RunConfig) -> int:
     return int(_data(cfg).n_items)
 
 
-# Time each run took when it was trained in this process (cached runs are not in here): wall-clock and CPU
-# seconds of this process (the engine trains on one thread, so CPU seconds are what the run costs on an idle
+# Time each run took: measured here when this process trained it, else read from the timing its training
+# process stored beside the result (cpu_source "stored"; runs stored before that was kept have none):
+# wall-clock and CPU seconds (the engine trains on one thread, so CPU seconds are what the run costs on an idle
 # machine; wall-clock also counts the time other work on a shared machine took). A run resumed from a
 # checkpoint at round s is scaled by rounds / (rounds - s).
 RUN_SECONDS: dict[str, dict] = {}
 RUN_TIMES_FILE = "run_times.csv"
 RUN_TIMES_COLUMNS = ("key", "dataset", "label", "rounds", "seconds", "cpu_seconds", "cpu_source", "resumed_at",
                      "load_avg", "date")
-
-
-def _checkpoint_round(folder: Path) -> int:
-    ckpt = folder / "checkpoint.pt"
-    if not ckpt.exists():
-        return 0
-    import torch
-
-    try:
-        return int(torch.load(ckpt, weights_only=False)["round"])
-    except Exception:  # a checkpoint being rewritten by a concurrent run of the same config
-        return 0
 
 
 def _is_cached(cfg: RunConfig) -> bool:
@@ -67,25 +56,34 @@ def _is_cached(cfg: RunConfig) -> bool:
 
 
 def _train_one(cfg: RunConfig, progress: bool = False):
-    """Train (or read) one config; returns (result, timing row or None if it was cached)."""
-    from ..fed.engine import default_cache_dir, run
+    """Train (or read) one config; returns (result, timing row or None).
+
+    The row is measured here when this process trained the run; for a run read from the cache it is the
+    timing the training process stored beside the result (`cpu_source` "stored"), or None if there is none."""
+    from ..fed.engine import default_cache_dir, load_timing, run
 
     folder = default_cache_dir() / cfg.key()
     cached = (folder / "result.json").exists()
-    start = 0 if cached else _checkpoint_round(folder)
     t0, c0 = time.perf_counter(), time.process_time()
     res = run(cfg, data=None if cached else _data(cfg), progress=progress)
-    timing = None
-    if not cached and res.complete and cfg.dataset != "synthetic":
-        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        scale = cfg.rounds / max(cfg.rounds - start, 1)  # a run resumed from a checkpoint trained fewer rounds
-        timing = {
-            "key": cfg.key(), "dataset": cfg.dataset, "label": label(cfg), "rounds": cfg.rounds,
-            "seconds": round(wall * scale, 1), "cpu_seconds": round(cpu * scale, 1), "cpu_source": "measured",
-            "resumed_at": start,
-            "load_avg": round(os.getloadavg()[1], 2),  # 5-minute load average: the machine may be shared
-            "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
-    return res, timing
+    if not res.complete or cfg.dataset == "synthetic":
+        return res, None
+    stored = load_timing(folder)
+    row = {"key": cfg.key(), "dataset": cfg.dataset, "label": label(cfg), "rounds": cfg.rounds}
+    if res.cached:  # trained earlier or by another process (which this one may have waited for)
+        if stored is None:
+            return res, None
+        scale = cfg.rounds / max(cfg.rounds - stored["resumed_at"], 1)
+        return res, {**row, "seconds": round(stored["seconds"] * scale, 1),
+                     "cpu_seconds": round(stored["cpu_seconds"] * scale, 1), "cpu_source": "stored",
+                     "resumed_at": stored["resumed_at"], "load_avg": stored["load_avg"], "date": stored["date"]}
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    start = stored["resumed_at"] if stored else 0
+    scale = cfg.rounds / max(cfg.rounds - start, 1)  # a run resumed from a checkpoint trained fewer rounds
+    return res, {**row, "seconds": round(wall * scale, 1), "cpu_seconds": round(cpu * scale, 1),
+                 "cpu_source": "measured", "resumed_at": start,
+                 "load_avg": round(os.getloadavg()[1], 2),  # 5-minute load average: the machine may be shared
+                 "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 
 def _worker(cfg: RunConfig):
@@ -178,6 +176,7 @@ def run_times(folder: Path) -> pd.DataFrame:
     old = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=list(RUN_TIMES_COLUMNS))
     old = old.reindex(columns=list(RUN_TIMES_COLUMNS))
     new = pd.DataFrame(list(RUN_SECONDS.values()), columns=list(RUN_TIMES_COLUMNS))
+    new = new[~(new["cpu_source"].eq("stored") & new["key"].isin(old["key"]))]  # a logged time stays as logged
     both = pd.concat([old[~old["key"].isin(new["key"])], new], ignore_index=True) if len(new) else old
     return both.reset_index(drop=True)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
-RESULT_FILES = ("table.csv", "ledger.csv", "result.json")
+RESULT_FILES = ("table.csv", "ledger.csv", "timing.json", "result.json")  # result.json last: it marks "cached"
 
 
 def connect(address: str | None = None, num_cpus: int | None = None, attempts: int = 3) -> None:
@@ -83,7 +83,7 @@ def train_ray(cfgs: list, address: str | None = None, num_cpus: int | None = Non
             key, final, timing, files = ray.get(ref)
             folder = Path(default_cache_dir()) / key
             folder.mkdir(parents=True, exist_ok=True)
-            for name in ("table.csv", "ledger.csv", "result.json"):  # result.json last: it marks "cached"
+            for name in RESULT_FILES:
                 if name in files and not (folder / name).exists():
                     tmp = folder / f"{name}.{os.getpid()}.tmp"
                     tmp.write_bytes(files[name])

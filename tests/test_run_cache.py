@@ -1,12 +1,17 @@
-"""One trainer per cached config (labcore/fed/trainer_lock.py): two processes asking for the same config at once
-train it once; a waiter resumes what the first stopped; a waiter can be stopped."""
+"""The shared run cache across processes. One trainer per config (labcore/fed/trainer_lock.py): two processes
+asking for the same config at once train it once; a waiter resumes what the first stopped; a waiter can be
+stopped. The time a run took is stored beside its result, so a card reading a run another process trained knows
+its cost."""
 import multiprocessing as mp
 import threading
 
+import pandas as pd
+import pytest
 from filelock import FileLock
 
+from conftest import shared_data
 from labcore.config import RunConfig
-from labcore.fed.engine import CHECKPOINT, run
+from labcore.fed.engine import CHECKPOINT, default_cache_dir, load_timing, run
 from labcore.fed.trainer_lock import LOCK_NAME
 
 CFG = dict(method="colr", synthetic_size="tiny", clients_per_round=8, local_epochs=2, batch_size=16, dim=8, rank=2,
@@ -87,3 +92,50 @@ def test_a_waiter_stopped_before_the_lock_is_free_trains_nothing(tmp_path):
     assert not (folder / CHECKPOINT).exists() and not (folder / "result.json").exists()
     again = run(cfg, cache_dir=tmp_path, progress=False)  # the lock is free: it trains
     assert again.complete and len(again.table) == 5
+
+
+# --- the time a run took, stored beside its result -------------------------------------------------------------
+def test_a_finished_run_stores_its_timing_and_a_resumed_one_where_it_resumed(tmp_path):
+    cfg = RunConfig(rounds=10, **CFG)
+    run(cfg, cache_dir=tmp_path, progress=False)
+    first = load_timing(tmp_path / cfg.key())
+    assert first["resumed_at"] == 0 and first["rounds"] == 10 and first["cpu_clock"] == "process"
+    assert first["seconds"] >= 0 and first["cpu_seconds"] >= 0
+    other = RunConfig(rounds=10, seed=1, **CFG)
+    stops = iter([False] * 4 + [True])
+    run(other, cache_dir=tmp_path, progress=False, should_stop=lambda: next(stops))
+    assert load_timing(tmp_path / other.key()) is None  # a stopped run has no timing yet
+    run(other, cache_dir=tmp_path, progress=False)
+    assert load_timing(tmp_path / other.key())["resumed_at"] == 4
+
+
+def _train_one_in_child(cfg, out) -> None:
+    from labcore.figures.runs import _train_one
+
+    out.put(_train_one(cfg)[1])
+
+
+@pytest.mark.skipif(shared_data() is None, reason="needs $LABCORE_DATA (ML-100K)")
+def test_a_card_reading_a_run_another_process_trained_gets_that_process_timing(monkeypatch):
+    from labcore.figures import runs as R
+
+    cfg = RunConfig(dataset="ml-100k", method="colr", rounds=2, clients_per_round=16, dim=8, rank=2, eval_every=2,
+                    rank_every=0)
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    child = ctx.Process(target=_train_one_in_child, args=(cfg, out))  # the same $LABCORE_CACHE as this test
+    child.start()
+    trained = out.get(timeout=300)
+    child.join(60)
+    assert trained["cpu_source"] == "measured"
+    res, read = R._train_one(cfg)
+    assert res.cached and read["cpu_source"] == "stored" and read["resumed_at"] == 0
+    assert trained["seconds"] >= read["seconds"] - 0.1  # the child's clock ran around the stored rounds' clock
+    # a stored time fills a gap in results/run_times.csv but never replaces a time logged there
+    monkeypatch.setattr(R, "RUN_SECONDS", {cfg.key(): read, "other": {**read, "key": "other"}})
+    folder = default_cache_dir().parent / "results"
+    folder.mkdir()
+    logged = pd.DataFrame([{**trained, "seconds": 123.4}])
+    logged.to_csv(folder / R.RUN_TIMES_FILE, index=False)
+    times = R.run_times(folder).set_index("key")
+    assert times.loc[cfg.key(), "seconds"] == 123.4 and times.loc["other", "seconds"] == read["seconds"]
