@@ -200,7 +200,9 @@ def test_a_slow_checkpoint_is_not_repeated_before_ten_times_its_cost_went_to_tra
         clock["t"] += 1000.0  # writing took 1000 ticks: the next periodic one waits for 10,000 ticks of training
         saved.append(sim.round)
 
-    monkeypatch.setattr(engine, "time", types.SimpleNamespace(perf_counter=tick))
+    real = engine.time  # only the wall clock is faked: the run's CPU clock stays the real one
+    monkeypatch.setattr(engine, "time", types.SimpleNamespace(perf_counter=tick, process_time=real.process_time,
+                                                               thread_time=real.thread_time))
     monkeypatch.setattr(engine, "save_checkpoint", slow_save)
     sim = Simulation(RunConfig(scaffold=True, checkpoint_every=2, **FAST), tiny)
     stops = iter([False] * 9 + [True])
