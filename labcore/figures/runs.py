@@ -69,21 +69,20 @@ def _train_one(cfg: RunConfig, progress: bool = False):
     if not res.complete or cfg.dataset == "synthetic":
         return res, None
     stored = load_timing(folder)
-    row = {"key": cfg.key(), "dataset": cfg.dataset, "label": label(cfg), "rounds": cfg.rounds}
     if res.cached:  # trained earlier or by another process (which this one may have waited for)
         if stored is None:
             return res, None
-        scale = cfg.rounds / max(cfg.rounds - stored["resumed_at"], 1)
-        return res, {**row, "seconds": round(stored["seconds"] * scale, 1),
-                     "cpu_seconds": round(stored["cpu_seconds"] * scale, 1), "cpu_source": "stored",
-                     "resumed_at": stored["resumed_at"], "load_avg": stored["load_avg"], "date": stored["date"]}
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        wall, cpu, source, load, date = (stored["seconds"], stored["cpu_seconds"], "stored", stored["load_avg"],
+                                         stored["date"])
+    else:
+        wall, cpu, source = time.perf_counter() - t0, time.process_time() - c0, "measured"
+        load = round(os.getloadavg()[1], 2)  # 5-minute load average: the machine may be shared
+        date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     start = stored["resumed_at"] if stored else 0
     scale = cfg.rounds / max(cfg.rounds - start, 1)  # a run resumed from a checkpoint trained fewer rounds
-    return res, {**row, "seconds": round(wall * scale, 1), "cpu_seconds": round(cpu * scale, 1),
-                 "cpu_source": "measured", "resumed_at": start,
-                 "load_avg": round(os.getloadavg()[1], 2),  # 5-minute load average: the machine may be shared
-                 "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    return res, {"key": cfg.key(), "dataset": cfg.dataset, "label": label(cfg), "rounds": cfg.rounds,
+                 "seconds": round(wall * scale, 1), "cpu_seconds": round(cpu * scale, 1), "cpu_source": source,
+                 "resumed_at": start, "load_avg": load, "date": date}
 
 
 def _worker(cfg: RunConfig):
