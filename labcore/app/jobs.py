@@ -32,8 +32,7 @@ from typing import Callable
 
 from ..config import RunConfig
 from ..data.base import InteractionData
-from ..fed.engine import Simulation, default_cache_dir, resume, train_rounds
-from ..fed.trainer_lock import one_trainer
+from ..fed.engine import Simulation, default_cache_dir, train_cached, train_rounds
 from ..results import Result
 
 PUBLISH_S = 0.2  # at most this often a running job publishes a partial result (the first round at once)
@@ -194,25 +193,22 @@ class Job:
         try:
             # another process (a `labcore figure` command, a second server) training the same config into
             # the same cache: wait for it, then show its result or resume from where it stopped
-            with one_trainer(self.folder, self.should_stop, on_wait=self._waits_elsewhere) as mine:
-                self.elsewhere = False
-                if (self.folder / "result.json").exists():
-                    self._publish(Result.load(self.folder), done=True)
-                elif mine:
-                    self._train_held()
-                else:
-                    self._publish(None, done=True)
+            res = train_cached(lambda: Simulation(self.cfg, self.data), self.folder, Result.load, self._train_held,
+                               should_stop=self.should_stop, on_wait=self._waits_elsewhere)
+            self.elsewhere = False
+            self._publish(res, done=True)
         except Exception as e:  # shown to the watchers; the next request retries
+            self.elsewhere = False
             self._publish(None, done=True, error=f"{type(e).__name__}: {e}")
 
     def _waits_elsewhere(self) -> None:
         self.elsewhere = True
         self._publish(None)  # the pages redraw and say so
 
-    def _train_held(self) -> None:
-        """Train with the config's training lock held (`_train`)."""
-        sim = Simulation(self.cfg, self.data)
-        if resume(sim, self.folder):
+    def _train_held(self, sim: Simulation, resumed: bool) -> Result:
+        """Play the rounds with the config's training lock held (`train_cached`), publishing as they come."""
+        self.elsewhere = False
+        if resumed:
             self.resumed_from = sim.round
             self._publish(sim.result(False))
         last = None
@@ -226,8 +222,7 @@ class Job:
                 self._publish(sim.result(False))
                 last = time.monotonic()
 
-        res = train_rounds(sim, self.folder, should_stop=self.should_stop, after_step=after_step)
-        self._publish(res, done=True)
+        return train_rounds(sim, self.folder, should_stop=self.should_stop, after_step=after_step)
 
     @property
     def stopped(self) -> bool:

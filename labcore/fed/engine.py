@@ -730,23 +730,36 @@ def run(cfg: RunConfig, *, data: InteractionData | None = None, cache_dir: Path 
 
 def run_cached(make_sim: Callable[[], object], folder: Path | None, load: Callable[[Path], object],
                make_bar: Callable[[int], object] | None = None, **kw):
-    """The body of every cached `run()` (this engine's and FAIR's): a stored result at once; otherwise one
-    trainer per config across processes (a second one waits, then reads the first's result or resumes from
-    its checkpoint), resuming from a checkpoint, rounds with a progress bar from `make_bar(start round)`.
-    folder None: no cache, train from round 0. `kw`: `run_with_progress`'s on_round, should_stop, postfix."""
-    if folder is not None and (folder / "result.json").exists():
-        return load(folder)
+    """The body of every cached `run()` (this engine's and FAIR's): `train_cached` with rounds played under a
+    progress bar from `make_bar(start round)`. folder None: no cache, train from round 0. `kw`:
+    `run_with_progress`'s on_round, should_stop, postfix."""
     if folder is None:
         sim = make_sim()
         return run_with_progress(sim, None, make_bar(0) if make_bar else None, **kw)
-    with one_trainer(folder, kw.get("should_stop")) as mine:
+    res = train_cached(make_sim, folder, load,
+                       lambda sim, _resumed: run_with_progress(sim, folder, make_bar(sim.round) if make_bar else None,
+                                                               **kw),
+                       should_stop=kw.get("should_stop"))
+    return res if res is not None else make_sim().result(False)  # stopped while another process trained it
+
+
+def train_cached(make_sim: Callable[[], object], folder: Path, load: Callable[[Path], object],
+                 train: Callable[[object, bool], object], *, should_stop: Callable[[], bool] | None = None,
+                 on_wait: Callable[[], None] | None = None):
+    """A stored result at once; otherwise one trainer per config across processes (`one_trainer`: a second one
+    waits, then reads the first's result or resumes from its checkpoint) and `train(sim, resumed)` plays the
+    rounds of a simulation resumed from the folder's checkpoint if it has one. None when `should_stop()` turned
+    true while another process held the config. Shared by `run_cached` and the app's jobs (which publish each
+    round to their pages)."""
+    if (folder / "result.json").exists():
+        return load(folder)
+    with one_trainer(folder, should_stop, on_wait) as mine:
         if (folder / "result.json").exists():  # the trainer this one waited for finished it
             return load(folder)
+        if not mine:
+            return None
         sim = make_sim()
-        if not mine:  # stopped while another process trained it
-            return sim.result(False)
-        resume(sim, folder)
-        return run_with_progress(sim, folder, make_bar(sim.round) if make_bar else None, **kw)
+        return train(sim, resume(sim, folder))
 
 
 def run_with_progress(sim, folder: Path | None, bar=None, *, on_round: Callable[[dict], None] | None = None,
