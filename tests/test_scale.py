@@ -138,7 +138,8 @@ def _assert_same_numbers(eng, table):
     assert table["bytes_down"].tolist() == eng.table["bytes_down"].tolist()
 
 
-@pytest.mark.parametrize("name", ["fedmf", "colr"])
+# Top-K too: its server decodes each client's k values onto the rows the item mask names (the engine's rows path)
+@pytest.mark.parametrize("name", ["fedmf", "colr", "topk"])
 def test_flower_simulation_gives_the_engines_numbers(name, tmp_path, monkeypatch):
     from labcore.scale.simulate import run_flower
 
