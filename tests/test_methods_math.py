@@ -12,7 +12,7 @@ from labcore.fed.local_train import RowUpdate
 from labcore.methods.compress import (svd_reconstruct, svd_truncate, svd_truncate_rows, topk_compress,
                                      topk_compress_rows, topk_count, topk_decompress)
 from labcore.methods import quantize as quantize_module
-from labcore.methods.quantize import dequantize, pack_codes, quantize, unpack_codes
+from labcore.methods.quantize import dequantize, pack_codes, quantize, quantize_blocks, unpack_codes
 from labcore.methods.quantize_reference import dequantize_torch, pack_codes_planes, quantize_torch
 from labcore.methods.topk_kernels import _kth_largest_key, topk_onto_rows
 from labcore.metrics.effective_rank import components_for, effective_rank_stats, explained_variance_ratios
@@ -188,6 +188,28 @@ def test_compiled_quantizer_gives_the_torch_quantizers_levels_values_and_bytes(b
     assert np.array_equal(packed, pack_codes_planes(levels, signs, bits))
     lv, sg = unpack_codes(packed, levels.shape[1], bits)
     assert np.array_equal(lv, levels) and np.array_equal(sg, signs)
+
+
+@pytest.mark.parametrize("layout", ["item", "factor"])
+@pytest.mark.parametrize("block", [2**20, 40, 1])  # clients in one block, a few at a time, one at a time
+def test_a_payload_held_by_rows_quantizes_as_its_whole_table(layout, block, monkeypatch):
+    """The uplink's quantizer writes a rows-held payload (FedMF's Delta Q item-major, CoLR's A factor-major) a
+    block of clients at a time: the levels, signs and norms of the same draws on the whole (M, n) table."""
+    from labcore.methods.base import RowBlock, Wire
+
+    monkeypatch.setattr(quantize_module, "BLOCK_VALUES", block)
+    M, N, k = 7, 11, 3
+    touched = torch.rand(M, N, generator=torch.Generator().manual_seed(2)) < 0.3
+    touched[4] = False  # a client with no rows
+    X = torch.randn(M, N, k, generator=torch.Generator().manual_seed(3)) * touched[..., None]
+    wire = Wire("u", "values", None, rows=RowBlock(RowUpdate.from_dense(X, touched), layout))
+    whole = wire.dense()
+    assert tuple(whole.shape) == wire.shape == (M, N * k)
+    assert torch.equal(whole.view(M, k, N).transpose(1, 2) if layout == "factor" else whole.view(M, N, k), X)
+    got = quantize_blocks(wire.fill, wire.shape, 4, 5, torch.Generator().manual_seed(9))
+    want = quantize(whole, 4, 5, torch.Generator().manual_seed(9))
+    assert all(torch.equal(a, b) for a, b in zip(got, want))
+    assert got[0][4].eq(0).all() and got[0].ne(0).any()
 
 
 def test_unpacking_codes_too_short_for_their_count_is_refused():

@@ -12,7 +12,7 @@ import torch
 from numba import njit
 
 from ..methods.base import FLOAT_KINDS, Wire
-from ..methods.quantize import dequantize, pack_codes, packed_bytes, quantize
+from ..methods.quantize import dequantize, pack_codes, packed_bytes, quantize_blocks
 from ..net.channel import transmit_levels
 from .local_train import RowUpdate
 
@@ -33,12 +33,13 @@ def quantize_wires(wires: list[Wire], bits: int, bucket: int, gen: torch.Generat
             sent.append(w)
             received.append(w)
             continue
-        data = w.dense()  # the quantizer draws a random number per value of the (M, n) payload
-        levels, signs, norms = quantize(data, bits, bucket, gen)
+        # the quantizer draws a random number per value of the (M, n) payload; one held by rows is read a block of
+        # clients at a time (no whole (M, n) float32 copy)
+        levels, signs, norms = quantize_blocks(w.fill, w.shape, bits, bucket, gen)
         arrived = transmit_levels(levels, 2 ** bits - 1, link_budget, gen) if link_budget else levels
-        received.append(w.with_data(dequantize(arrived, signs, norms, bits, bucket, tuple(data.shape))))
+        received.append(w.with_data(dequantize(arrived, signs, norms, bits, bucket, w.shape)))
         packed = torch.from_numpy(pack_codes(levels.numpy(), signs.numpy(), bits))
-        n = w.lengths if w.lengths is not None else np.full(data.shape[0], data.shape[1])
+        n = w.lengths if w.lengths is not None else np.full(w.shape[0], w.shape[1])
         sent.append(Wire(w.name + ".codes", "codes", packed, packed_bytes(n, bits)))
         sent.append(Wire(w.name + ".scales", "scales", norms, -(-n // bucket) if w.lengths is not None else None))
     return sent, received

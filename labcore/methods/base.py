@@ -21,12 +21,25 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from numba import njit
 
 from ..config import RunConfig
 from ..fed.local_train import LocalResult, LowRank, RowUpdate
 
 FLOAT_KINDS = ("values", "factors")  # parts a quantizer may encode
 LAYOUTS = ("item", "factor")
+
+
+@njit(cache=True)
+def fill_rows(out, indptr, item, values, n_items, factor):
+    """out[m] = client m's (N, k) table flattened item-major (value (i, j) at i k + j) or factor-major (j N + i),
+    from its rows indptr[m]:indptr[m + 1]; out zeroed before (untouched rows stay zero)."""
+    k = values.shape[1]
+    for m in range(indptr.shape[0] - 1):
+        for r in range(indptr[m], indptr[m + 1]):
+            i = item[r]
+            for j in range(k):
+                out[m, j * n_items + i if factor else i * k + j] = values[r, j]
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,6 +84,18 @@ class Wire:
     def dense(self) -> torch.Tensor:
         """The (M, n) payload as one tensor (for the quantizer and encryption; clients x n large)."""
         return self.data if self.data is not None else self.rows.dense()
+
+    def fill(self, a: int, b: int, out: torch.Tensor) -> None:
+        """Write rows a..b-1 of the (M, n) payload into `out` (b - a, n), of any float dtype: from the rows when the
+        payload is held by them (one compiled pass, no (M, n) table; float32 to float64 is exact)."""
+        if self.data is not None:
+            out.copy_(self.data[a:b])
+            return
+        u = self.rows.update
+        lo, hi = int(u.indptr[a]), int(u.indptr[b])
+        out.zero_()
+        fill_rows(out.numpy(), u.indptr[a:b + 1] - lo, u.item[lo:hi].numpy(), u.values[lo:hi].numpy(),
+                  u.n_items, self.rows.layout == "factor")
 
     def row(self, m: int) -> np.ndarray:
         r = (self.data[m] if self.data is not None else self.rows.dense(slice(m, m + 1))[0]).numpy()

@@ -16,6 +16,7 @@ bucketed form's passes are compiled in `quantize_kernels`, tested equal to their
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 import torch
@@ -40,10 +41,18 @@ BLOCK_VALUES = 2**20
 def quantize(x: torch.Tensor, bits: int, bucket: int,
              gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """x (M, ...) -> levels (M, n) int64, signs (M, n) bool, norms (M, n_buckets) float32."""
+    flat = x.detach().reshape(x.shape[0], -1)
+    return quantize_blocks(lambda a, b, out: out.copy_(flat[a:b]), tuple(flat.shape), bits, bucket, gen)
+
+
+def quantize_blocks(fill: Callable[[int, int, torch.Tensor], object], shape: tuple[int, int], bits: int,
+                    bucket: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`quantize` of an (M, n) payload read a block of clients at a time: `fill(a, b, out)` writes rows a..b-1
+    into the float64 (b - a, n) `out`. A payload held by its touched rows is written from them block by block,
+    never laid out as a whole (M, n) table; the same draws, levels and norms as `quantize` of that table."""
     if not 1 <= bits <= 32:
         raise ValueError(f"bits={bits} is invalid: allowed range is 1..32")
-    flat = x.detach().reshape(x.shape[0], -1)
-    M, n = flat.shape
+    M, n = shape
     nb = -(-n // bucket)
     rows = max(1, min(M, BLOCK_VALUES // max(nb * bucket, 1)))
     xb = torch.zeros((rows, nb * bucket), dtype=torch.float64)  # float64 buckets; the last one's padding stays 0
@@ -52,7 +61,7 @@ def quantize(x: torch.Tensor, bits: int, bucket: int,
     levels, signs = torch.empty((M, n), dtype=torch.int64), torch.empty((M, n), dtype=torch.bool)
     for a in range(0, M, rows):
         c = min(rows, M - a)
-        xb[:c, :n] = flat[a:a + c]
+        fill(a, a + c, xb[:c, :n])
         block = xb[:c].view(c, nb, bucket)
         norms[a:a + c] = block.norm(dim=-1)
         torch.rand((c, nb, bucket), generator=gen, dtype=torch.float64, out=u[:c])  # the draws of one call
