@@ -203,6 +203,42 @@ def test_every_page_renders_in_the_browser(server, page, name, path):
         _shot(page, "encryption-attack")
 
 
+# A choice shown as a row (segmented control, pills, horizontal radio) is cut off, not wrapped, where its row is wider
+# than the column it sits in: at 1280 px the Explorer's metric row lost "HR@10, personal models" and "backdoor success".
+CHOICES = ("[data-testid=stButtonGroup] button:visible, "
+           "[data-testid=stRadio] [role=radiogroup] label:visible")
+
+
+@pytest.mark.parametrize("name, path", [
+    ("explorer", "/" + EXPLORER_QUERY),
+    ("compare", "/compare?rounds=10&_values=2,8"),
+    ("figures", "/figures?_card=colr-fig2-ml1m"),
+    pytest.param("split_learning", "/split_learning", marks=NEEDS_DATA),
+    pytest.param("completion", "/completion", marks=NEEDS_DATA),
+])
+def test_every_choice_of_a_row_is_on_screen_at_a_laptops_width(server, browser, name, path):
+    pg = _new_page(browser, 1280, 800)
+    try:
+        pg.goto(server + path)
+        pg.wait_for_selector("h1")
+        pg.locator(CHOICES).first.wait_for()
+        _idle(pg)
+        cut = pg.locator(CHOICES).evaluate_all("""els => els.filter(e => {
+            const r = e.getBoundingClientRect();
+            const main = document.querySelector('[data-testid=stMainBlockContainer]').getBoundingClientRect();
+            let clip = main.right;  // and the nearest ancestor that hides its overflow
+            for (let a = e.parentElement; a; a = a.parentElement) {
+                const o = getComputedStyle(a).overflowX;
+                if (o !== 'visible') { clip = Math.min(clip, a.getBoundingClientRect().right); break; }
+            }
+            return r.width > 0 && r.right > clip + 1;
+        }).map(e => e.innerText.trim())""")
+        assert pg.locator(CHOICES).count() > 0
+        assert not cut, f"{name}: choices cut off at 1280 px: {cut}"
+    finally:
+        pg.close()
+
+
 # --- every control sticks and reaches the link ---------------------------------------------------------------
 def _topic_pages() -> list:
     from labcore.app.pages import CORE_PAGES, pages

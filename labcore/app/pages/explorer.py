@@ -27,8 +27,10 @@ def render() -> None:
     _start_here()
     controls.show_warnings(vs, SPEC.name)
     cfg = controls.sidebar(SPEC, vs, slots=("data_skew",))
-    top = st.columns([3, 2])
-    y = controls.option(SPEC, vs, "y", "segmented_control", "metric", EXPLORER_Y, where=top[1],
+    # the run's description above, the metric's five choices below on the page's whole width (beside it, in a
+    # column, the last ones were cut off at a laptop's width)
+    described = st.empty()
+    y = controls.option(SPEC, vs, "y", "segmented_control", "metric", EXPLORER_Y,
                         format_func={"hr": "HR@10", "ndcg": "NDCG@10", "loss": "training loss",
                                      "hr_personal": "HR@10, personal models",
                                      "backdoor_success": "backdoor success"}.get)
@@ -36,10 +38,10 @@ def render() -> None:
     controls.share_box(SPEC, query)
     if cfg is None:
         return
-    top[0].markdown(f"**{cfg.describe()}** on {cfg.dataset}"
-                    + (f" ({cfg.synthetic_size})" if cfg.dataset == "synthetic" else "")
-                    + (f", data skew {cfg.data_skew:g}" if cfg.data_skew != 1.0 else "")
-                    + f", d={cfg.dim}, {cfg.clients_per_round} clients per round, {cfg.rounds} rounds, seed {cfg.seed}")
+    described.markdown(f"**{cfg.describe()}** on {cfg.dataset}"
+                       + (f" ({cfg.synthetic_size})" if cfg.dataset == "synthetic" else "")
+                       + (f", data skew {cfg.data_skew:g}" if cfg.data_skew != 1.0 else "")
+                       + f", d={cfg.dim}, {cfg.clients_per_round} clients per round, {cfg.rounds} rounds, seed {cfg.seed}")
     try:  # once, before anything that needs it: a missing dataset is reported once and nothing runs
         data = runs.dataset(cfg)
     except Exception as e:
