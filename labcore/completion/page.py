@@ -128,8 +128,11 @@ def render() -> None:
                 return
             best = df.groupby("label", as_index=False).agg(best_error=("error", "min"), steps=("iteration", "max"),
                                                            seconds=("t", "max"))
-            st.dataframe(best.sort_values("best_error").style.format(
-                {"best_error": "{:.2e}", "seconds": "{:.2f} s"}), hide_index=True)
+            best = best.sort_values("best_error").rename(columns={
+                "label": "algorithm", "best_error": "best relative error", "steps": "iterations",
+                "seconds": "CPU time"})
+            st.dataframe(best.style.format({"best relative error": "{:.2e}", "CPU time": "{:.2f} s"}),
+                         hide_index=True)
     with tab_map:
         _phase_map(ui, base, [c.algorithm for c in runnable])
     with tab_cards:
