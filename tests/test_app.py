@@ -355,6 +355,21 @@ def test_every_fair_and_split_learning_preset_opens_its_page_with_its_values():
         assert at.get("plotly_chart"), p.id  # the stored card (and the page's own charts) are drawn
 
 
+def test_the_fair_pages_tables_say_what_their_columns_are(tmp_path, monkeypatch):
+    """What a device stores, and the trade-off a click trains (synthetic data, 4 rounds): readable headers."""
+    monkeypatch.setenv("LABCORE_CACHE", str(tmp_path))
+    at = app({"_fair_data": "synthetic", "_fair_tiers": "1x-2x", "_fair_rounds": "4"}, page="fair")
+    devices = at.dataframe[0].value
+    assert list(devices.columns[:2]) == ["capacity tier", "trains"] and "bytes on the device" in devices.columns
+    assert not [c for c in devices.columns if "_" in c]
+    next(b for b in at.button if b.label == "Run the trade-off").click().run()
+    assert not at.exception
+    tradeoff = at.dataframe[1].value
+    assert {"strategy", "model size (times smaller)", "share of devices training", "at round"} <= set(tradeoff.columns)
+    assert any(c.startswith("best ") for c in tradeoff.columns) and not [c for c in tradeoff.columns if "_" in c]
+    assert len(tradeoff) >= 2
+
+
 def test_changing_only_the_bandwidth_of_a_finished_run_re_times_it_without_training(monkeypatch):
     from labcore import RunConfig
     from labcore.app import jobs

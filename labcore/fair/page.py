@@ -76,13 +76,22 @@ def _card_text(card) -> None:
     st.markdown("\n".join(lines).replace("$", "\\$"))
 
 
+# the tables' columns as a reader says them
+DEVICE_COLUMNS = {"tier": "capacity tier", "takes_part": "trains", "train_ratio": "trains at (times smaller)",
+                  "table_values": "values of an item table", "values": "values on the device",
+                  "bytes": "bytes on the device", "ratio_actual": "smaller than the full model (times)"}
+TRADEOFF_COLUMNS = {"strategy": "strategy", "model_ratio": "model size (times smaller)",
+                    "devices_share": "share of devices training", "round_best": "at round",
+                    "capacities": "capacity tiers"}
+
+
 def _live(devices, dataset: str, tiers: str, rounds: int) -> None:
     """What a device stores and the Fig. 1 trade-off, computed here from the chosen data."""
     st.subheader("What a device stores")
     st.caption("psi: m values per item table (m = the greatest power of two <= n / ratio), its own user vectors "
                "and the small dense layers. 1x devices hold the server's table itself.")
     st.plotly_chart(fplots.device_memory(devices), width="stretch", theme=None)
-    st.dataframe(devices, hide_index=True)
+    st.dataframe(devices.rename(columns=DEVICE_COLUMNS), hide_index=True)
     st.subheader("Model loss or data loss (Fig. 1)")
     st.caption("One model size for everyone who can hold it drops the smaller devices (left) or shrinks the model "
                "for all (right); FAIR trains every device at its own size.")
@@ -91,7 +100,9 @@ def _live(devices, dataset: str, tiers: str, rounds: int) -> None:
     if st.session_state.get("fair_tradeoff") == (dataset, tiers, rounds):
         df = _tradeoff(dataset, tiers, rounds)
         st.plotly_chart(fplots.tradeoff(df), width="stretch", theme=None)
-        st.dataframe(df, hide_index=True)
+        st.dataframe(df.drop(columns=["metric_name"]).rename(columns={**TRADEOFF_COLUMNS,
+                                                                      "metric": f"best {df['metric_name'].iloc[0]}"}),
+                     hide_index=True)
 
 
 if __name__ == "__main__":  # st.navigation executes this file as the page script
