@@ -24,3 +24,9 @@ pio.templates["labcore"] = go.layout.Template(layout=go.Layout(
 ))
 pio.templates["labcore_white"] = pio.templates["plotly_white+labcore"]
 pio.templates.default = "labcore_white"
+
+
+# A legend under the plot, placed from the figure's bottom edge: the plot area then makes room for the legend and for
+# whatever the x axis draws below it (slanted tick labels, its title). One placed at a fraction of the plot area's height
+# below it (y=-0.2) ran into those in a narrow column or at a laptop's width.
+LEGEND_BELOW = dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0, xanchor="left")

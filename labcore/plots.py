@@ -7,6 +7,8 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
+from .plot_style import LEGEND_BELOW
+
 from .results import Result
 
 MB = 2 ** 20  # bytes are drawn in KB / MB (2^10 / 2^20 bytes), the unit on the axis, never Plotly's "1.4B"
@@ -82,7 +84,7 @@ def effective_rank(result: Result, ceiling: float | None = None) -> go.Figure:
         top = max(top, float(a[key].max()))
     top = max(top, float(ceiling or 0), 2.0)
     fig.update_layout(xaxis_title="round", yaxis_title="PCA components", yaxis_range=[0, top * 1.05],
-                      margin=dict(l=50, r=10, t=30, b=40), legend=dict(orientation="h", y=-0.3))
+                      margin=dict(l=50, r=10, t=30, b=10), legend=LEGEND_BELOW)
     return fig
 
 
@@ -93,8 +95,8 @@ def payload_parts(result: Result) -> go.Figure:
     fig = go.Figure(layout=dict(template=_template()),
                     data=[go.Bar(x=g["label"], y=g["bytes"] / MB, name="measured (serialized)"),
                           go.Bar(x=g["label"], y=g["theoretical_bytes"] / MB, name="theoretical")])
-    fig.update_layout(barmode="group", yaxis_title="MB (whole run)", margin=dict(l=40, r=10, t=30, b=40),
-                      legend=dict(orientation="h", y=-0.35))  # below: in a narrow column it covered the bars
+    fig.update_layout(barmode="group", yaxis_title="MB (whole run)", margin=dict(l=40, r=10, t=30, b=10),
+                      legend=LEGEND_BELOW)  # below the bars: in a narrow column, beside them it covered them
     return fig
 
 
@@ -112,8 +114,9 @@ def round_time(results: Sequence[Result], labels: Sequence[str] | None = None) -
 
 # --- the app's live views (also usable from notebooks) -------------------------------------------------------
 
-_PANEL_X = (("round", "round"), ("cum_bytes", "cumulative traffic, MB (log)"),
-            ("wallclock", "simulated wall-clock (s)"))
+# two-line titles: three panels side by side at a projector's 1024 px leave each about 190 px
+_PANEL_X = (("round", "round"), ("cum_bytes", "cumulative traffic<br>MB (log)"),
+            ("wallclock", "simulated<br>wall-clock (s)"))
 
 
 def metric_panel(results: Sequence[Result], y: str = "hr", labels: Sequence[str] | None = None,
@@ -144,7 +147,7 @@ def metric_panel(results: Sequence[Result], y: str = "hr", labels: Sequence[str]
     layout["yaxis"]["title"] = Y_LABELS.get(y, y)
     for k in ("yaxis2", "yaxis3"):
         layout[k].update(matches="y", showticklabels=False)
-    layout.update(margin=dict(l=50, r=10, t=40, b=40), legend=dict(orientation="h", y=-0.18), height=360,
+    layout.update(margin=dict(l=50, r=10, t=60, b=10), legend=LEGEND_BELOW, height=380,
                   template=_template())
     return go.Figure(traces, layout)
 

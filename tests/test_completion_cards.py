@@ -106,7 +106,7 @@ def test_page_runs_fgd_on_a_psd_problem_and_real_ratings_when_present():
     assert any("PSD" in i.value for i in at.info)  # FGD on a general matrix: said, not run
     at.toggle(key="completion.psd").set_value(True).run()
     assert not at.exception and not any("PSD" in i.value for i in at.info)
-    labels = at.dataframe[0].value["label"].tolist()
+    labels = at.dataframe[0].value["algorithm"].tolist()
     assert "FGD (UU^T)" in labels
     if os.environ.get("LABCORE_DATA") and (Path(os.environ["LABCORE_DATA"]) / "ml-100k" / "u.data").exists():
         at.radio(key="completion.data").set_value("ml-100k").run()

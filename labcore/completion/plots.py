@@ -5,6 +5,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..plot_style import LEGEND_BELOW
+
 from .config import ALGORITHMS, LABELS
 from .paper import TABLE1
 
@@ -23,7 +25,7 @@ def race(df: pd.DataFrame, title: str, y_title: str = "relative error ||M - M*||
                                  line=dict(color=COLORS[alg]), marker=dict(size=4),
                                  hovertemplate="%{x:.2f} s: %{y:.3g}<extra>" + LABELS[alg] + "</extra>"))
     fig.update_layout(title=title, xaxis_title="CPU time (s, one thread)", yaxis_title=y_title, template="plotly_white",
-                      legend=dict(orientation="h", y=-0.2))
+                      legend=LEGEND_BELOW)
     fig.update_yaxes(type="log", exponentformat="power")
     if log_x:
         fig.update_xaxes(type="log")

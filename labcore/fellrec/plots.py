@@ -6,6 +6,8 @@ import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..plot_style import LEGEND_BELOW
+
 SMOKE_NOTE = " (smoke run: synthetic data, not the paper's numbers)"
 
 
@@ -14,14 +16,15 @@ def _title(t: str, smoke: bool) -> str:
 
 
 def methods_bars(ours: pd.DataFrame, paper: pd.DataFrame, smoke: bool = False):
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("ours (ML-100K, small transformer)",
-                                                         "paper (Games, BIGRec backend)"))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("ours: ML-100K, small<br>transformer",
+                                                         "paper: Games,<br>BIGRec backend"))
     for m in ("R@10", "R@20", "N@10", "N@20"):
         fig.add_bar(x=ours["method"], y=ours[m], name=f"ours {m}", row=1, col=1)
         p = paper[paper["backend"] == "BIGRec"] if "backend" in paper else paper
         if len(p):
             fig.add_bar(x=p["method"], y=p[m], name=f"paper {m}", row=1, col=2)
-    fig.update_layout(title=_title("Table 1: overall accuracy by method", smoke), barmode="group")
+    fig.update_layout(title=_title("Table 1: overall accuracy by method", smoke), barmode="group",
+                      legend=LEGEND_BELOW)
     return fig
 
 
@@ -43,12 +46,13 @@ def dirichlet_lines(ours: pd.DataFrame, paper: pd.DataFrame, smoke: bool = False
             fig.add_scatter(x=paper["c"], y=paper[m], name=f"paper {m} (Games)", mode="lines+markers",
                             line={"dash": "dot"}, yaxis="y2")
     fig.update_layout(title=_title("Table 6: R@10 under Dirichlet(c) clients", smoke), xaxis_title="c",
-                      yaxis_title="ours R@10", yaxis2={"title": "paper R@10", "overlaying": "y", "side": "right"})
+                      yaxis_title="ours R@10", yaxis2={"title": "paper R@10", "overlaying": "y", "side": "right"},
+                      legend=LEGEND_BELOW)  # beside the plot it covered the right axis's numbers
     return fig
 
 
 def client_count_lines(ours: pd.DataFrame, paper=None, smoke: bool = False):
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("R@10 (all client users)", "imbalance (best - worst) / worst"))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("R@10 (all client users)", "imbalance<br>(best - worst) / worst"))
     for m in ("fedavg", "fellrec"):
         o = ours[ours["method"] == m].sort_values("n_clients")
         fig.add_scatter(x=o["n_clients"], y=o["R@10"], name=m, mode="lines+markers", row=1, col=1,
@@ -56,7 +60,8 @@ def client_count_lines(ours: pd.DataFrame, paper=None, smoke: bool = False):
         fig.add_scatter(x=o["n_clients"], y=o["imbalance"], name=m, mode="lines+markers", row=1, col=2,
                         legendgroup=m, showlegend=False)
     fig.update_xaxes(title_text="clients (KMeans clusters)", type="log")
-    fig.update_layout(title=_title("Fig. 6: FedAvg and FELLRec against the number of clients", smoke))
+    fig.update_layout(title=_title("Fig. 6: FedAvg and FELLRec against the number of clients", smoke),
+                      legend=LEGEND_BELOW)
     return fig
 
 
@@ -70,8 +75,8 @@ def probe_lines(ours: pd.DataFrame, paper=None, smoke: bool = False, k: int | No
 
 
 def cost_lines(ours: pd.DataFrame, paper=None, smoke: bool = False):
-    fig = make_subplots(rows=1, cols=3, subplot_titles=("device memory (MiB)", "upload per local epoch (KiB)",
-                                                         "compute (s)"))
+    # short panel titles: three panels side by side at a laptop's width
+    fig = make_subplots(rows=1, cols=3, subplot_titles=("memory<br>(MiB)", "upload / epoch<br>(KiB)", "compute<br>(s)"))
     off = ours[ours["offload"]]
     fed = ours[~ours["offload"]]
     fig.add_scatter(x=off["k"], y=off["device_memory_MiB"], name="device memory", mode="lines+markers", row=1, col=1)
@@ -83,18 +88,25 @@ def cost_lines(ours: pd.DataFrame, paper=None, smoke: bool = False):
     fig.add_scatter(x=off["k"], y=off["device_seconds"], name="device seconds", mode="lines+markers", row=1, col=3)
     fig.add_scatter(x=off["k"], y=off["server_seconds"], name="server seconds", mode="lines+markers", row=1, col=3)
     fig.update_xaxes(title_text="k (layers 1..k and N on the device)")
-    fig.update_layout(title=_title("Fig. 4 / Table 3: device cost against k", smoke))
+    fig.update_annotations(yshift=10)  # clear of the top tick label of the panel's y axis
+    fig.update_layout(title=_title("Fig. 4 / Table 3: device cost against k", smoke), legend=LEGEND_BELOW,
+                      margin_t=130)  # room for the two-line panel titles under the title
     return fig
 
 
 def ablation(ours: pd.DataFrame, paper=None, smoke: bool = False):
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("validation R@10 per round (learning speed)",
-                                                         "final test R@10"))
-    for v, g in ours.groupby("variant", sort=False):
-        fig.add_scatter(x=g["round"], y=g["val_R@10"], name=v, mode="lines+markers", row=1, col=1)
-    last = ours.groupby("variant", sort=False).last().reset_index()
-    fig.add_bar(x=last["variant"], y=last["R@10"], name="test R@10", showlegend=False, row=1, col=2)
-    fig.update_layout(title=_title("Fig. 5: contributions of dynamic aggregation and learning speed", smoke))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("validation R@10 by round", "final test R@10"))
+    # each variant one colour in both panels, named once by the legend (the variants' long names as slanted bar
+    # labels ran into the legend at a projector's width)
+    last = ours.groupby("variant", sort=False).last()  # each column's last value given
+    for (v, g), color in zip(ours.groupby("variant", sort=False), px.colors.qualitative.Plotly * 4):
+        fig.add_scatter(x=g["round"], y=g["val_R@10"], name=v, mode="lines+markers", line_color=color,
+                        legendgroup=v, row=1, col=1)
+        fig.add_bar(x=[v], y=[last.loc[v, "R@10"]], name=v, marker_color=color, legendgroup=v, showlegend=False,
+                    row=1, col=2)
+    fig.update_xaxes(showticklabels=False, row=1, col=2)
+    fig.update_layout(title=_title("Fig. 5: contributions of dynamic aggregation and learning speed", smoke),
+                      legend=LEGEND_BELOW)
     return fig
 
 

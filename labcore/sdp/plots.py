@@ -6,6 +6,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..plot_style import LEGEND_BELOW
+
 from .rounding import GW_ALPHA
 
 
@@ -16,8 +18,8 @@ def _title(title: str, smoke: bool) -> str:
 def convergence(trace: pd.DataFrame, title: str = "Objective and certified gap against time",
                 smoke: bool = False, x: str = "seconds") -> go.Figure:
     """Left: the feasible value (solid) and the certified bound (dotted); right: the relative gap (log)."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("SDP value: feasible point and dual bound",
-                                                        "relative duality gap (certified)"))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("SDP value: feasible point<br>and dual bound",
+                                                        "relative duality gap<br>(certified)"))
     for i, (label, d) in enumerate(trace.groupby("label", sort=False)):
         color = f"hsl({(i * 67) % 360},65%,45%)"
         d = d[d[x] > 0] if x == "seconds" else d
@@ -33,7 +35,7 @@ def convergence(trace: pd.DataFrame, title: str = "Objective and certified gap a
     lo, hi = trace["primal"].quantile(0.3), trace["bound"].quantile(0.7)
     if np.isfinite(lo) and np.isfinite(hi) and hi > lo:
         fig.update_yaxes(range=[lo - 0.2 * (hi - lo), hi + 0.2 * (hi - lo)], row=1, col=1)
-    fig.update_layout(title=_title(title, smoke), height=420, legend=dict(orientation="h", y=-0.2))
+    fig.update_layout(title=_title(title, smoke), height=440, legend=LEGEND_BELOW)
     return fig
 
 
@@ -67,7 +69,7 @@ def rules_bars(df: pd.DataFrame, smoke: bool = False) -> go.Figure:
     tol = float(df["tol"].iloc[0])
     fig = go.Figure(go.Bar(x=df["label"], y=df["sweeps"], text=[f"{s:.3g} s" for s in df["seconds"]],
                            textposition="outside"))
-    fig.update_yaxes(title=f"sweeps to a certified gap < {tol:g}")
+    fig.update_yaxes(title=f"sweeps to gap < {tol:g}")  # (certified: the title says so) short enough for 380 px
     fig.update_layout(title=_title("Coordinate rules and momentum: sweeps to the target gap", smoke), height=380)
     return fig
 
@@ -85,5 +87,5 @@ def hazan_rate(df: pd.DataFrame, slope: float | None = None, smoke: bool = False
     title = "Hazan's algorithm: O(1/t) objective gap, rank <= t + 1"
     if slope is not None and slope == slope:
         title += f" (fitted slope {slope:.2f})"
-    fig.update_layout(title=_title(title, smoke), height=400)
+    fig.update_layout(title=_title(title, smoke), height=420, legend=LEGEND_BELOW)
     return fig

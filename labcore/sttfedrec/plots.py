@@ -16,6 +16,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..plot_style import LEGEND_BELOW
+
 COLORS = {"FL": "#1f77b4", "STTFedRec": "#d62728", "paper": "#ff7f0e", "centralized": "#444444", "FCF": "#2ca02c",
           "FedMVMF": "#9467bd", "random": "#7f7f7f", "popularity": "#ff7f0e", "linkage": "#d62728"}
 LINK_COLORS = {"server->device": "#1f77b4", "device->server": "#aec7e8", "device->device": "#ff7f0e",
@@ -24,8 +26,7 @@ MODEL_ORDER = ("DSSM", "CLSM", "FCF", "FedMVMF", "FL-DSSM", "FL-CLSM", "STTFedRe
 
 
 def _layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
-    fig.update_layout(title=title, height=height, margin=dict(l=50, r=10, t=70, b=50), legend=dict(orientation="h",
-                      y=-0.18))
+    fig.update_layout(title=title, height=height, margin=dict(l=50, r=10, t=70, b=10), legend=LEGEND_BELOW)
     return fig
 
 
@@ -77,8 +78,8 @@ def table2_bars(ours: pd.DataFrame, paper: pd.DataFrame | None = None) -> go.Fig
 
 # --- Table 3 ------------------------------------------------------------------------------------------------
 def table3_bars(ours: pd.DataFrame, paper: pd.DataFrame | None = None) -> go.Figure:
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("device ms per round (training + inference)",
-                                                        "MB per device (training round + inference)"))
+    # short panel titles (the legend says training and inference): long ones ran into each other at a laptop's width
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("device time (ms)", "device traffic (MB)"))
     for col, (tr, inf) in enumerate((("train_ms", "infer_ms"), ("train_mb", "infer_mb")), start=1):
         for src, df, pat in (("ours", ours, ""), ("paper", paper, "/")):
             if df is None or not len(df):
@@ -89,6 +90,7 @@ def table3_bars(ours: pd.DataFrame, paper: pd.DataFrame | None = None) -> go.Fig
                                  marker_pattern_shape=pat, offsetgroup=src, base=df[tr], showlegend=col == 1),
                           row=1, col=col)
     fig.update_yaxes(type="log")
+    fig.update_yaxes(dtick=1, row=1, col=1)  # decades only: the time spans three
     fig.update_layout(barmode="group")
     return _layout(fig, "Table 3 (MovieLens-1M): per-device cost, FL vs STTFedRec (log scale)", 460)
 
@@ -112,7 +114,7 @@ def payload_bars(parts: pd.DataFrame, phase: str = "training") -> go.Figure:
     STTFedRec adds and naive FL does not have."""
     d = parts[parts["phase"].str.startswith(phase)]
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
-                        subplot_titles=("with the server (download + upload)", "secure-aggregation chain"))
+                        subplot_titles=("with the server", "secure-aggregation chain"))
     for link, g in d.groupby("link"):
         col = 1 if link in SERVER_LINKS else 2
         fig.add_trace(go.Bar(x=g["model"], y=g["bytes"] / 2**20, name=link, marker_color=LINK_COLORS.get(link),
@@ -141,9 +143,11 @@ def rho_curves(ours: pd.DataFrame, paper: pd.DataFrame | None = None) -> go.Figu
                 fig.add_trace(go.Scatter(x=d["rho"], y=100 * d[key], name=name, mode="lines+markers",
                                          line=dict(dash=dash, color=color), showlegend=col == 1), row=1, col=col)
     fig.update_xaxes(title_text="rho (share of non-clicked items in a request)")
-    fig.add_annotation(text="The paper's Fig. 4 is on Adressa, as an image: expected shape, AUC and NDCG rise with rho.",
-                       xref="paper", yref="paper", x=0, y=1.13, showarrow=False, xanchor="left", font=dict(size=11))
-    return _layout(fig, "Fig. 4: effect of rho on STTFedRec (ML-1M)")
+    # the note as the title's second line: an annotation above the panels ran into their titles
+    fig = _layout(fig, "Fig. 4: effect of rho on STTFedRec (ML-1M)<br><sup>The paper's Fig. 4 is on Adressa, as an "
+                       "image: expected shape, AUC and NDCG rise with rho.</sup>")
+    fig.update_layout(margin_t=100)
+    return fig
 
 
 # --- Fig. 5 / 6: K -----------------------------------------------------------------------------------------------

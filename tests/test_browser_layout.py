@@ -1,0 +1,70 @@
+"""Every chart of every page, drawn by a real browser at a projector's 1024 px: no legend entry, panel title, axis title
+or tick label on top of another. (A legend placed at a fraction of the plot's height under it met slanted tick
+labels; long panel titles ran into each other; a note above the panels covered their titles.) The pages' expanders are
+opened, so the stored cards' charts in them are checked too.
+
+Part of the classroom command (`-m classroom`): a page load each, about three minutes in all.
+"""
+import time
+
+import pytest
+
+from test_browser import CHROMIUM, EXPLORER_QUERY, NEEDS_DATA, _idle, _new_page, _open_all_expanders, browser, server  # noqa: F401
+
+pytestmark = [pytest.mark.classroom,
+              pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Chromium at /usr/bin/chromium")]
+
+PATHS = {"explorer": "/" + EXPLORER_QUERY, "compare": "/compare?rounds=10&_values=2,8"}
+
+# The text boxes plotly drew, by kind, and the pairs of them that overlap by more than 2 px each way. An axis's own tick
+# labels are plotly's to space, and the same element can match two selectors: neither is reported.
+OVERLAPS = """() => {
+  const hit = (a, b) => a.width > 0 && b.width > 0 && a.height > 0 && b.height > 0 &&
+      a.left < b.right - 2 && b.left < a.right - 2 && a.top < b.bottom - 2 && b.top < a.bottom - 2;
+  const out = [];
+  document.querySelectorAll('.js-plotly-plot').forEach((plot, n) => {
+    const name = (plot.querySelector('.g-gtitle text') || {}).textContent || `chart ${n}`;
+    const items = [];
+    const add = (kind, css, group) => plot.querySelectorAll(css).forEach(e =>
+        items.push({kind, group: group(e), text: e.textContent, box: e.getBoundingClientRect()}));
+    add('legend', 'g.legend g.traces', e => 'legend');
+    add('tick', 'g.xaxislayer-above g[class$=tick] text, g.yaxislayer-above g[class$=tick] text',
+        e => e.parentElement.getAttribute('class'));
+    add('axis title', 'text.xtitle, text.ytitle, [class*=xtitle], [class*=ytitle]', e => e.getAttribute('class'));
+    add('panel title', 'g.annotation text', e => 'annotation ' + e.textContent);
+    add('title', '.g-gtitle text', e => 'title');
+    for (let i = 0; i < items.length; i++) for (let j = i + 1; j < items.length; j++) {
+      const a = items[i], b = items[j];
+      if ((a.kind === 'tick' && b.kind === 'tick') || (a.kind === 'legend' && b.kind === 'legend')) continue;
+      if (a.group === b.group || (a.kind === b.kind && a.text === b.text)) continue;
+      if (hit(a.box, b.box)) out.push(`${name}: ${a.kind} '${a.text}' on ${b.kind} '${b.text}'`);
+    }
+  });
+  return out;
+}"""
+
+
+def _pages() -> list:
+    from labcore.app.pages import CORE_PAGES, pages
+
+    return [pytest.param(name, marks=[] if name in CORE_PAGES else [NEEDS_DATA]) for name in pages()]
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", _pages())
+def test_no_label_of_a_chart_covers_another_at_a_projectors_width(server, browser, name):  # noqa: F811
+    pg = _new_page(browser, 1024, 2400)
+    try:
+        pg.goto(server + PATHS.get(name, "/" + name))
+        pg.wait_for_selector("h1")
+        _idle(pg, timeout=240)
+        _open_all_expanders(pg)
+        time.sleep(2)  # the charts in them draw, and redraw once at their column's width
+        _idle(pg, timeout=240)
+        first = set(pg.evaluate(OVERLAPS))
+        time.sleep(1.5)
+        lasting = sorted(first & set(pg.evaluate(OVERLAPS)))  # not a chart caught mid-redraw
+        assert pg.locator(".js-plotly-plot").count() or name == "gist", f"{name}: no chart drawn"
+        assert not lasting, f"{name} at 1024 px:\n" + "\n".join(lasting)
+    finally:
+        pg.close()
