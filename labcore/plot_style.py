@@ -7,6 +7,8 @@ figure: about 100 ms each on a busy laptop.)
 """
 from __future__ import annotations
 
+import textwrap
+
 import plotly.graph_objects as go
 import plotly.io as pio
 
@@ -16,7 +18,9 @@ AXIS = dict(tickfont=dict(size=15, color=TEXT), title=dict(font=dict(size=16, co
 
 pio.templates["labcore"] = go.layout.Template(layout=go.Layout(
     font=dict(size=16, color=TEXT),
-    title=dict(font=dict(size=19)),
+    # a title hangs from the top edge: centred in the top margin (plotly's default), a two-line one came down onto
+    # the panel titles under it
+    title=dict(font=dict(size=19), y=1.0, yref="container", yanchor="top", pad=dict(t=14)),
     legend=dict(font=dict(size=15)),
     hoverlabel=dict(font=dict(size=15)),
     annotationdefaults=dict(font=dict(size=16, color=TEXT)),  # subplot titles are annotations
@@ -30,3 +34,10 @@ pio.templates.default = "labcore_white"
 # whatever the x axis draws below it (slanted tick labels, its title). One placed at a fraction of the plot area's height
 # below it (y=-0.2) ran into those in a narrow column or at a laptop's width.
 LEGEND_BELOW = dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0, xanchor="left")
+
+
+def wrapped(title: str, width: int = 52) -> str:
+    """A long title on lines of at most `width` characters: plotly never wraps one, and a chart's edge cut the longest
+    at a laptop's width. Text after a line break the caller made (a `<br><sup>` note) is kept as it is."""
+    head, sep, rest = title.partition("<br>")
+    return "<br>".join(textwrap.wrap(head, width)) + sep + rest

@@ -6,13 +6,13 @@ import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..plot_style import LEGEND_BELOW
+from ..plot_style import LEGEND_BELOW, wrapped
 
-SMOKE_NOTE = " (smoke run: synthetic data, not the paper's numbers)"
+SMOKE_NOTE = "<br><sup>smoke run: synthetic data, not the paper's numbers</sup>"  # a second line: one was too wide
 
 
 def _title(t: str, smoke: bool) -> str:
-    return t + (SMOKE_NOTE if smoke else "")
+    return wrapped(t) + (SMOKE_NOTE if smoke else "")
 
 
 def methods_bars(ours: pd.DataFrame, paper: pd.DataFrame, smoke: bool = False):
@@ -61,7 +61,7 @@ def client_count_lines(ours: pd.DataFrame, paper=None, smoke: bool = False):
                         legendgroup=m, showlegend=False)
     fig.update_xaxes(title_text="clients (KMeans clusters)", type="log")
     fig.update_layout(title=_title("Fig. 6: FedAvg and FELLRec against the number of clients", smoke),
-                      legend=LEGEND_BELOW)
+                      legend=LEGEND_BELOW, margin_t=130)  # a two-line title over a two-line panel title
     return fig
 
 
@@ -87,10 +87,11 @@ def cost_lines(ours: pd.DataFrame, paper=None, smoke: bool = False):
                     mode="lines", line={"dash": "dot"}, row=1, col=2)
     fig.add_scatter(x=off["k"], y=off["device_seconds"], name="device seconds", mode="lines+markers", row=1, col=3)
     fig.add_scatter(x=off["k"], y=off["server_seconds"], name="server seconds", mode="lines+markers", row=1, col=3)
-    fig.update_xaxes(title_text="k (layers 1..k and N on the device)")
+    fig.update_xaxes(title_text="k")  # spelled out under the middle panel: under each, the right one's was cut
+    fig.update_xaxes(title_text="k: layers 1..k and N on the device", row=1, col=2)
     fig.update_annotations(yshift=10)  # clear of the top tick label of the panel's y axis
     fig.update_layout(title=_title("Fig. 4 / Table 3: device cost against k", smoke), legend=LEGEND_BELOW,
-                      margin_t=130)  # room for the two-line panel titles under the title
+                      margin_t=150)  # room for the two-line panel titles under a two-line title
     return fig
 
 

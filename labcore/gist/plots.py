@@ -6,6 +6,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..plot_style import LEGEND_BELOW
+
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
 
@@ -93,7 +95,8 @@ def ours_vs_paper(ours: pd.DataFrame, paper: pd.DataFrame, x: str, metric: str, 
 def fig4_lines(ours: pd.DataFrame, paper: pd.DataFrame, metric: str = "test_max") -> go.Figure:
     """Accuracy against local iterations, one line per m; panels: graph x split (Fig. 4)."""
     panels = list(dict.fromkeys(zip(ours["graph"], ours["split"])))
-    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[f"{g}, {s}" for g, s in panels])
+    # four panels in a row: two-line panel titles and the legend underneath leave them room at a projector's width
+    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[f"{g},<br>{s}" for g, s in panels])
     for k, (g, s) in enumerate(panels):
         for j, m in enumerate(sorted(ours["subnets"].unique())):
             o = ours[(ours.graph == g) & (ours.split == s) & (ours.subnets == m)].sort_values("local")
@@ -105,7 +108,7 @@ def fig4_lines(ours: pd.DataFrame, paper: pd.DataFrame, metric: str = "test_max"
                 fig.add_scatter(x=p["local"], y=p["test_best"], mode="lines+markers", name=f"paper m={m}",
                                 legendgroup=f"p{m}", showlegend=k == 0, line=dict(color=COLORS[j], dash="dot"),
                                 row=1, col=k + 1)
-    fig.update_layout(title=_title(ours, "Fig. 4: best test accuracy against local iterations"), height=380,
-                      yaxis_title="test accuracy (%)")
+    fig.update_layout(title=_title(ours, "Fig. 4: best test accuracy against local iterations"), height=440,
+                      yaxis_title="test accuracy (%)", legend=LEGEND_BELOW, margin_t=110)
     fig.update_xaxes(title_text="local iterations")
     return fig
