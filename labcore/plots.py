@@ -8,7 +8,6 @@ import plotly.express as px
 import plotly.graph_objects as go
 
 from .plot_style import LEGEND_BELOW
-
 from .results import Result
 
 MB = 2 ** 20  # bytes are drawn in KB / MB (2^10 / 2^20 bytes), the unit on the axis, never Plotly's "1.4B"

@@ -193,13 +193,13 @@ class Job:
         try:
             # another process (a `labcore figure` command, a second server) training the same config into
             # the same cache: wait for it, then show its result or resume from where it stopped
-            res = train_cached(lambda: Simulation(self.cfg, self.data), self.folder, Result.load, self._train_held,
-                               should_stop=self.should_stop, on_wait=self._waits_elsewhere)
-            self.elsewhere = False
-            self._publish(res, done=True)
+            res, error = train_cached(lambda: Simulation(self.cfg, self.data), self.folder, Result.load,
+                                      self._train_held, should_stop=self.should_stop,
+                                      on_wait=self._waits_elsewhere), None
         except Exception as e:  # shown to the watchers; the next request retries
-            self.elsewhere = False
-            self._publish(None, done=True, error=f"{type(e).__name__}: {e}")
+            res, error = None, f"{type(e).__name__}: {e}"
+        self.elsewhere = False
+        self._publish(res, done=True, error=error)
 
     def _waits_elsewhere(self) -> None:
         self.elsewhere = True

@@ -6,7 +6,6 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..plot_style import LEGEND_BELOW
-
 from .config import ALGORITHMS, LABELS
 from .paper import TABLE1
 

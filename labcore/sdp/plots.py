@@ -7,7 +7,6 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..plot_style import LEGEND_BELOW
-
 from .rounding import GW_ALPHA
 
 
