@@ -127,7 +127,7 @@ def test_moving_the_rank_slider_changes_the_chart_and_the_byte_counter(server, p
     page.goto(server + "/" + EXPLORER_QUERY)
     page.wait_for_selector(".js-plotly-plot")
     _finished(page, 30)
-    assert page.locator("[data-testid=stException]").count() == 0
+    _no_exception(page)
     assert "round 30 / 30" in page.locator("[data-testid=stProgress]").first.inner_text()
     up_before, bytes_before = _metric(page, "upload / client / round"), _panel_bytes(page)
     _shot(page, "explorer")
@@ -146,7 +146,7 @@ def test_moving_the_rank_slider_changes_the_chart_and_the_byte_counter(server, p
         ".some(m => m.innerText.startsWith('upload / client / round') && !m.innerText.includes(before))",
         arg=up_before)
     _finished(page, 30)
-    assert page.locator("[data-testid=stException]").count() == 0
+    _no_exception(page)
     up_after = _metric(page, "upload / client / round")
     assert up_after != up_before
     num = lambda s: float(re.sub(r"[^0-9.]", "", s)) * (1024 if "KB" in s else 1)  # noqa: E731
@@ -195,7 +195,7 @@ def test_every_page_renders_in_the_browser(server, page, name, path):
     page.wait_for_selector("h1")
     page.wait_for_selector(".js-plotly-plot")
     _idle(page)
-    assert page.locator("[data-testid=stException]").count() == 0
+    _no_exception(page)
     _shot(page, name)
     if name == "encryption":
         page.get_by_role("tab", name="Attack: what a curious server learns").click()
@@ -308,6 +308,12 @@ def _pick(pg, i: int, k: int) -> str:
     return _choose(pg, pg.locator("[data-testid=stSelectbox]").nth(i), _select_texts(pg)[i], _kth_other(k))
 
 
+def _no_exception(pg, where=None) -> None:
+    """No error box on the page; the message names the exception a student would see."""
+    shown = pg.locator("[data-testid=stException]")
+    assert shown.count() == 0, (where, shown.all_inner_texts())
+
+
 def _open_expanders(pg) -> None:
     """Controls in a collapsed expander cannot be clicked: open every expander of the main area."""
     closed = pg.locator("[data-testid=stMain] details:not([open]) > summary")
@@ -351,7 +357,7 @@ def test_every_control_of_a_topic_page_sticks_and_reaches_the_link(server, page,
             _idle(page)
             assert _select_texts(page)[i] == chosen, (name, "select box", i, k)
     _idle(page, timeout=240)  # the last change's run is over: no control of the previous view is still shown
-    assert page.locator("[data-testid=stException]").count() == 0
+    _no_exception(page)
     link = page.url
     sidebar = page.locator(f"[data-testid=stSidebar] {SLIDER}").count()
     values = _slider_values(page)[:sidebar]  # the sidebar's controls are drawn before any computation
@@ -359,7 +365,7 @@ def test_every_control_of_a_topic_page_sticks_and_reaches_the_link(server, page,
     page.wait_for_selector("h1")
     _idle(page, timeout=240)
     assert page.url == link  # the link is not rewritten: every value it carries was taken
-    assert page.locator("[data-testid=stException]").count() == 0
+    _no_exception(page)
     if sidebar:
         page.wait_for_function("n => Array.from(document.querySelectorAll('[data-testid=stSidebar] input[type=range]'))"
                                ".filter(e => e.checkVisibility()).length >= n", arg=sidebar)
@@ -493,7 +499,7 @@ def _sweep_one(pg, name, control, changes: int, seen_while: dict) -> None:
         _idle(pg, timeout=240)
         assert _reveal(pg, control), (name, control, k, "vanished after its own change")
         assert _value(pg, control) == shown, (name, control, k, "snapped back")
-        assert pg.locator("[data-testid=stException]").count() == 0, (name, control, k)
+        _no_exception(pg, (name, control, k))
         for other in _shown_controls(pg):  # a control this value shows: remember how to bring it back
             seen_while.setdefault(other, (control, _value(pg, control)))
     before_link, moved = pg.url, _value(pg, control) != start
@@ -570,6 +576,6 @@ def test_every_control_of_every_page_sticks_five_times_in_a_row(server, page, na
     page.wait_for_selector("h1")
     _idle(page, timeout=240)
     assert page.url == link  # the link is not rewritten: every value it carries was taken
-    assert page.locator("[data-testid=stException]").count() == 0
+    _no_exception(page)
     if first:
         assert _reveal_soon(page, first) and _value(page, first) == moved, (name, first)

@@ -50,6 +50,38 @@ def test_unknown_card_lists_the_valid_ids(capsys):
     assert "valid ids: colr-fig2-ml1m" in capsys.readouterr().err
 
 
+# Threads of one fresh process look up cards of topics not loaded yet, all at once, as the app's sessions do when a
+# class opens the same link; the topic marked loaded before its cards were registered made some of them fail.
+CONCURRENT_LOOKUPS = """
+import sys, threading
+from labcore.figures import registry
+ids = sys.argv[1:]
+start, failed = threading.Barrier(len(ids)), []
+def look(cid):
+    start.wait()
+    try:
+        registry.get(cid)
+    except Exception as e:
+        failed.append(f"{cid}: {type(e).__name__}")
+threads = [threading.Thread(target=look, args=(c,)) for c in ids]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print("; ".join(failed))
+"""
+
+
+def test_sessions_looking_up_cards_at_once_all_find_them():
+    import subprocess
+    import sys
+
+    ids = ["sttfedrec-fig4-ml1m", "sttfedrec-fig5-ml1m", "sttfedrec-table3-ml1m", "fair-fig4", "fair-table2-ml1m",
+           "gist-fig4-cora"]
+    ids = [c for c in ids if c in figures.card_ids()]
+    assert len(ids) >= 5
+    out = subprocess.run([sys.executable, "-c", CONCURRENT_LOOKUPS, *ids], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", out.stdout
+
+
 def test_smoke_configs_are_synthetic_and_full_configs_are_the_papers():
     for c in map(figures.get, ALL_IDS):
         assert all(cfg.dataset == "synthetic" and cfg.rounds <= 10 for cfg in c.configs("smoke"))

@@ -22,6 +22,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,7 +151,12 @@ def register(card: FigureCard) -> FigureCard:
     return card
 
 
-_LOADED: set[str] = set()
+_LOADED: set[str] = set()  # its card module imported, or being imported by the thread that holds _LOADING
+_READY: set[str] = set()  # its card module imported
+# The app's sessions run in threads: two students opening a topic's cards at once would otherwise see the topic
+# marked loaded by the other before its cards were registered, and get "unknown figure card". Reentrant: a card
+# module may look up another card while it loads.
+_LOADING = threading.RLock()
 
 
 def _ensure_loaded(card_id: str | None = None) -> None:
@@ -159,9 +165,13 @@ def _ensure_loaded(card_id: str | None = None) -> None:
 
     owner = topics.card_topic(card_id) if card_id else None
     for t in (owner,) if owner else topics.all_topics():
-        if t.package not in _LOADED:
-            _LOADED.add(t.package)
-            t.load_cards()
+        if t.package in _READY:
+            continue
+        with _LOADING:
+            if t.package not in _LOADED:
+                _LOADED.add(t.package)  # before the import: a lookup from inside it must not import it again
+                t.load_cards()
+                _READY.add(t.package)
 
 
 def _topic_rank(card_id: str) -> int:

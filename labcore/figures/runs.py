@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -21,17 +22,19 @@ from ..config import RunConfig
 
 # --- running -----------------------------------------------------------------------
 _DATA: dict[tuple, object] = {}
+_DATA_LOCK = threading.Lock()  # the app's sessions are threads: one evicting while another reads its dataset
 
 
 def _data(cfg: RunConfig):
     from ..fed.engine import load_data
 
     key = (cfg.dataset, cfg.data_seed, cfg.synthetic_size if cfg.dataset == "synthetic" else "", cfg.data_skew)
-    if key not in _DATA:
-        if len(_DATA) >= 2:  # keep at most two datasets in memory
-            _DATA.pop(next(iter(_DATA)))
-        _DATA[key] = load_data(cfg)
-    return _DATA[key]
+    with _DATA_LOCK:
+        if key not in _DATA:
+            if len(_DATA) >= 2:  # keep at most two datasets in memory
+                _DATA.pop(next(iter(_DATA)))
+            _DATA[key] = load_data(cfg)
+        return _DATA[key]
 
 
 def n_items(cfg: RunConfig) -> int:

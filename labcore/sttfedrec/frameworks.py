@@ -54,6 +54,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,21 +100,24 @@ class Bundle:
 
 
 _BUNDLES: dict[tuple, Bundle] = {}
+_BUNDLES_LOCK = threading.Lock()  # the app's sessions are threads: one evicting while another reads its bundle
 
 
 def load_bundle(cfg: STTConfig) -> Bundle:
     key = (cfg.dataset, cfg.data_seed, cfg.history, cfg.n_features,
            (cfg.synthetic_users, cfg.synthetic_items) if cfg.dataset == "synthetic" else ())
-    if key not in _BUNDLES:
-        if cfg.dataset == "ml-1m":
-            cat = load_ml1m(history=cfg.history, seed=cfg.data_seed)
-        else:
-            cat = synthetic_catalog(cfg.synthetic_users, cfg.synthetic_items, history=cfg.history, seed=cfg.data_seed)
-        if len(_BUNDLES) >= 3:
-            _BUNDLES.pop(next(iter(_BUNDLES)))
-        _BUNDLES[key] = Bundle(cat, FeatureSpace(cat, cfg.n_features), eval_set(cat, seed=cfg.data_seed),
-                               NegativeSampler(cat.interaction_data()))
-    return _BUNDLES[key]
+    with _BUNDLES_LOCK:
+        if key not in _BUNDLES:
+            if cfg.dataset == "ml-1m":
+                cat = load_ml1m(history=cfg.history, seed=cfg.data_seed)
+            else:
+                cat = synthetic_catalog(cfg.synthetic_users, cfg.synthetic_items, history=cfg.history,
+                                        seed=cfg.data_seed)
+            if len(_BUNDLES) >= 3:
+                _BUNDLES.pop(next(iter(_BUNDLES)))
+            _BUNDLES[key] = Bundle(cat, FeatureSpace(cat, cfg.n_features), eval_set(cat, seed=cfg.data_seed),
+                                   NegativeSampler(cat.interaction_data()))
+        return _BUNDLES[key]
 
 
 # --- requests --------------------------------------------------------------------------------------
