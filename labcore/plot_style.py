@@ -7,6 +7,7 @@ figure: about 100 ms each on a busy laptop.)
 """
 from __future__ import annotations
 
+import re
 import textwrap
 
 import plotly.graph_objects as go
@@ -41,3 +42,41 @@ def wrapped(title: str, width: int = 52) -> str:
     at a laptop's width. Text after a line break the caller made (a `<br><sup>` note) is kept as it is."""
     head, sep, rest = title.partition("<br>")
     return "<br>".join(textwrap.wrap(head, width)) + sep + rest
+
+
+# How many characters of a title line fit a full-width chart at a projector's 1024 px (564 px wide with the sidebar
+# open; measured in Chromium, a 50-character line at 19 px was cut), and the height plotly gives one line of it.
+TITLE_CHARS = 42
+TITLE_LINE_PX = 25
+# Plotly hangs a title of two or more lines 13 px higher than one of one line from the same pad: with the template's
+# 14 px, their first line's top was 4 px above the chart's edge (measured in Chromium); 27 puts it where one line's is.
+TITLE_PAD_LINES = 27
+_NOTE = re.compile(r"<sup>(.*)</sup>")  # a note line under a title, drawn at about 70 % of its size
+_TAG = re.compile(r"</?[a-z]+[^>]*>", re.I)
+
+
+def fit_title(fig: go.Figure, chars: int = TITLE_CHARS) -> go.Figure:
+    """`fig` with its title on lines of at most `chars` characters (its notes on lines about 1.4 times as long), hung
+    from the chart's top edge, and a top margin tall enough for them. Plotly never wraps a title: the chart's edge cut
+    it. A figure that needs no change is returned as it is; otherwise a copy (the one given may be a cached figure that
+    other sessions draw)."""
+    text = fig.layout.title.text if fig.layout.title else None
+    if not text:
+        return fig
+    lines = []
+    for line in text.split("<br>"):
+        note = _NOTE.fullmatch(line)
+        if note:
+            lines += [f"<sup>{part}</sup>" for part in textwrap.wrap(note[1], int(chars * 1.4))] or [line]
+        elif _TAG.search(line):  # styled text: a line break inside a tag would break the tag
+            lines.append(line)
+        else:
+            lines += textwrap.wrap(line, chars) or [line]
+    fitted = "<br>".join(lines)
+    top = fig.layout.margin.t if fig.layout.margin.t is not None else 100  # plotly's default
+    needed = TITLE_PAD_LINES + TITLE_LINE_PX * len(lines) + 20  # and room for panel titles above the plot
+    if len(lines) == 1 or (fitted == text and fig.layout.title.pad.t == TITLE_PAD_LINES and top >= needed):
+        return fig
+    fig = go.Figure(fig)
+    fig.update_layout(title_text=fitted, title_pad_t=TITLE_PAD_LINES, margin_t=max(top, needed))
+    return fig

@@ -43,3 +43,18 @@ def test_smoke_rounding_ratio_and_hazan_rank_claims_hold():
     hz = _card("sdp-hazan-rate")
     cmp = hz.compare(hz.compute("smoke")).set_index("quantity")
     assert cmp.loc["max over t of rank(X_t) - (t + 1)", "ok"]
+
+
+def test_the_rank_thresholds_label_sits_at_sqrt_2n_on_the_log_axis():
+    """On a log axis an annotation's x is log10 of the value: the label at x = sqrt(2n) once stretched the axis to
+    10^sqrt(2n), and every point crowded at its left end."""
+    import numpy as np
+    import pandas as pd
+
+    from labcore.sdp.plots import rank_threshold
+
+    df = pd.DataFrame({"k": [2, 4, 8, 16], "rel_gap": [1e-1, 1e-3, 1e-6, 1e-9], "sqrt_2n": 73.6})
+    fig = rank_threshold(df)
+    (label,) = [a for a in fig.layout.annotations if a.text.startswith("sqrt(2n)")]
+    assert label.x == pytest.approx(np.log10(73.6)) and label.yref == "paper"
+    assert fig.layout.shapes[0].x0 == 73.6  # the dashed line: in the axis's values

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from labcore.app.charts import chart
 from labcore.app.url_widgets import UrlWidgets
 from labcore.completion import plots
 from labcore.completion.config import ALGORITHMS, LABELS, CompletionConfig, ConfigError
@@ -37,14 +38,14 @@ def _live_race(cfgs: list[CompletionConfig], title: str) -> pd.DataFrame:
     """Run the algorithms one after the other, redrawing as the harness logs (cached runs come back at once)."""
     from labcore.completion.harness import run
 
-    chart, bar = st.empty(), st.progress(0.0, text="racing...")
+    frame, bar = st.empty(), st.progress(0.0, text="racing...")
     done: list[pd.DataFrame] = []
     live: list[dict] = []
     frames = [0]  # each redraw needs its own element key
 
     def draw(rows: pd.DataFrame) -> None:
         frames[0] += 1
-        chart.plotly_chart(plots.race(rows, title), key=f"race-{frames[0]}", config={"displaylogo": False}, theme=None)
+        chart(plots.race(rows, title), key=f"race-{frames[0]}", where=frame)
 
     for i, cfg in enumerate(cfgs):
         bar.progress(i / len(cfgs), text=f"{LABELS[cfg.algorithm]}: {cfg.budget_s:g} s budget")
@@ -155,8 +156,8 @@ def _phase_map(ui: UrlWidgets, base: CompletionConfig, algs: list[str]) -> None:
         df = _race(tuple(cfgs))
     table = problems_table(df)
     limit = pd.DataFrame([c.problem_dict() for c in cfgs if c.below_information_limit()]).drop_duplicates()
-    st.plotly_chart(plots.phase_map(table, "share", "rank", f"Best error, n {n}, kappa {base.kappa:g}", limit),
-                    key="phase-live", config={"displaylogo": False}, theme=None)
+    chart(plots.phase_map(table, "share", "rank", f"Best error, n {n}, kappa {base.kappa:g}", limit),
+          key="phase-live")
 
 
 def _stored_phase_map() -> None:
@@ -168,8 +169,8 @@ def _stored_phase_map() -> None:
                 "--jobs 2 --save` stores it.")
         return
     for kappa, part in res.ours.groupby("kappa"):
-        st.plotly_chart(plots.phase_map(part, "share", "rank", f"Stored grid (Table 1 card): kappa {kappa:g}"),
-                        key=f"phase-stored-{kappa:g}", config={"displaylogo": False}, theme=None)
+        chart(plots.phase_map(part, "share", "rank", f"Stored grid (Table 1 card): kappa {kappa:g}"),
+              key=f"phase-stored-{kappa:g}")
 
 
 def _stored_cards(ui: UrlWidgets) -> None:
@@ -184,7 +185,7 @@ def _stored_cards(ui: UrlWidgets) -> None:
         st.info(f"No stored full-size result: `python -m labcore.completion {card_id} --size full --jobs 2 "
                 "--save` computes it.")
         return
-    st.plotly_chart(res.figure, key=f"card-{card_id}", config={"displaylogo": False}, theme=None)
+    chart(res.figure, key=f"card-{card_id}")
     st.dataframe(card.compare(res.ours), hide_index=True)
     st.caption(f"Stored {res.meta.get('date', '?')} with `{res.meta.get('command', '?')}`")
 

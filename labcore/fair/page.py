@@ -11,6 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from labcore.app import notices, presets
+from labcore.app.charts import chart
 from labcore.app.url_widgets import UrlWidgets
 from labcore.fair import plots as fplots
 from labcore.fair.config import ConfigError, paper_ranking
@@ -63,7 +64,7 @@ def render() -> None:
     if res is None:
         st.info(f"No stored full-size result yet: labcore figure {card_id} --full --save")
         return
-    st.plotly_chart(res.figure, width="stretch", theme=None)
+    chart(res.figure)
     st.dataframe(res.comparison(), hide_index=True)
 
 
@@ -90,7 +91,7 @@ def _live(devices, dataset: str, tiers: str, rounds: int) -> None:
     st.subheader("What a device stores")
     st.caption("psi: m values per item table (m = the greatest power of two <= n / ratio), its own user vectors "
                "and the small dense layers. 1x devices hold the server's table itself.")
-    st.plotly_chart(fplots.device_memory(devices), width="stretch", theme=None)
+    chart(fplots.device_memory(devices))
     st.dataframe(devices.rename(columns=DEVICE_COLUMNS), hide_index=True)
     st.subheader("Model loss or data loss (Fig. 1)")
     st.caption("One model size for everyone who can hold it drops the smaller devices (left) or shrinks the model "
@@ -99,7 +100,7 @@ def _live(devices, dataset: str, tiers: str, rounds: int) -> None:
         st.session_state["fair_tradeoff"] = (dataset, tiers, rounds)
     if st.session_state.get("fair_tradeoff") == (dataset, tiers, rounds):
         df = _tradeoff(dataset, tiers, rounds)
-        st.plotly_chart(fplots.tradeoff(df), width="stretch", theme=None)
+        chart(fplots.tradeoff(df))
         st.dataframe(df.drop(columns=["metric_name"]).rename(columns={**TRADEOFF_COLUMNS,
                                                                       "metric": f"best {df['metric_name'].iloc[0]}"}),
                      hide_index=True)

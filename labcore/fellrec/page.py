@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from labcore.app.charts import chart
 from labcore.app.url_widgets import UrlWidgets
 
 
@@ -42,7 +43,7 @@ def render() -> None:
     beta = ui.slider("beta", "beta (time-related warm-up factor)", 1.0, 20.0, default=3.0, step=1.0, where=c2)
     losses = [5.8, 6.1, 6.4, 6.7, 7.0]
     w = warmup(losses, 1, alpha, beta)
-    st.plotly_chart(plots.warmup_curves(losses, alpha, beta), key="fellrec-warmup", config={"displaylogo": False}, theme=None)
+    chart(plots.warmup_curves(losses, alpha, beta), key="fellrec-warmup")
     st.metric("w_c of the highest-loss client in round 1", f"{float(w[-1]):.3f}")
     st.caption("w_c scales how much a client takes from the others; low-loss clients heat up first, and all "
                "approach 1. Larger alpha or smaller beta heat faster.")
@@ -58,8 +59,8 @@ def render() -> None:
     m2.metric("upload per local epoch", f"{row['upload_bytes'] / 1024:.1f} KiB")
     sim = probes[(probes["probe"] == "linear") & (probes["layer"] == k)]["similarity"].iloc[0]
     m3.metric("linear probe similarity on h_k", f"{sim:.3f}")
-    st.plotly_chart(plots.cost_lines(cost, smoke=True), key="fellrec-costs", config={"displaylogo": False}, theme=None)
-    st.plotly_chart(plots.probe_lines(probes, smoke=True, k=k), key="fellrec-probes", config={"displaylogo": False}, theme=None)
+    chart(plots.cost_lines(cost, smoke=True), key="fellrec-costs")
+    chart(plots.probe_lines(probes, smoke=True, k=k), key="fellrec-probes")
     st.markdown("The server sees layer k's output. The deeper that layer, the less a probe can reconstruct of "
                 "what the user watched (Fig. 3), but the device stores and computes more (Table 3: O(k+1)). "
                 "Choose the smallest k whose probe similarity is low enough for your threat model.")
@@ -72,7 +73,7 @@ def render() -> None:
             if res is None:
                 st.info(f"No stored result yet: run `python benchmarks/fellrec_full_cards.py {cid}`.")
                 continue
-            st.plotly_chart(res.figure, key=f"stored-{cid}", config={"displaylogo": False}, theme=None)
+            chart(res.figure, key=f"stored-{cid}")
             st.dataframe(cards.CARDS[cid].compare(res.ours), hide_index=True)
 
 

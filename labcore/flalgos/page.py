@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from labcore.app.charts import chart
 from labcore.app.url_widgets import UrlWidgets
 from labcore.flalgos import plots
 from labcore.flalgos.config import ALGORITHM_LABELS, ALGORITHMS, DEFENSES, PERSONALIZED
@@ -116,13 +117,12 @@ def render() -> None:
     both = pd.concat([r[0].assign(method=name) for name, r in runs.items()], ignore_index=True)
     metric = "distance" if d["task"] == "quadratic" else "test_acc"
     c1, c2 = st.columns(2)
-    c1.plotly_chart(plots.history(both, metric, log_y=metric == "distance", title=metric.replace("_", " ")),
-                    key="curve", config={"displaylogo": False}, theme=None)
-    c2.plotly_chart(plots.history(both, "drift", title="client drift: mean ||Delta_i - mean Delta||"), key="drift",
-                    config={"displaylogo": False}, theme=None)
+    chart(plots.history(both, metric, log_y=metric == "distance", title=metric.replace("_", " ")),
+          key="curve", where=c1, share=0.5)
+    chart(plots.history(both, "drift", title="client drift: mean ||Delta_i - mean Delta||"), key="drift", where=c2,
+          share=0.5)
     if d["task"] in ("digits", "synthetic"):
-        st.plotly_chart(plots.client_accuracy(clients, f"{chosen}: per-client test accuracy"), key="clients",
-                        config={"displaylogo": False}, theme=None)
+        chart(plots.client_accuracy(clients, f"{chosen}: per-client test accuracy"), key="clients")
     with st.expander("Measured bytes (payload ledger)"):
         st.dataframe(led.groupby(["direction", "part", "kind"], as_index=False)[["messages", "bytes"]].sum(),
                      hide_index=True)
@@ -143,7 +143,7 @@ def _stored(ui: UrlWidgets) -> None:
         st.info(f"No stored full-size result for {card_id} yet (figures.reproduce('{card_id}', 'full') then "
                 "figures.save).")
         return
-    st.plotly_chart(res.figure, key="card", config={"displaylogo": False}, theme=None)
+    chart(res.figure, key="card")
     st.dataframe(card.compare(res.ours, res.paper), hide_index=True)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from labcore.app.charts import chart
 from labcore.app.url_widgets import UrlWidgets
 
 EPOCH_CHOICES = (20, 50, 100, 200, 400)
@@ -95,15 +96,15 @@ def render() -> None:
     st.caption(cfg.describe())
 
     left, right = st.columns(2)
-    left.plotly_chart(plots.accuracy_curves(res.history), key="gist-acc", config={"displaylogo": False}, theme=None)
-    right.plotly_chart(plots.subnet_losses(res.subnet_loss), key="gist-loss", config={"displaylogo": False}, theme=None)
+    chart(plots.accuracy_curves(res.history), key="gist-acc", where=left, share=0.5)
+    chart(plots.subnet_losses(res.subnet_loss), key="gist-loss", where=right, share=0.5)
 
     st.subheader("Which block of θ1 each subnet owns")
     rnd = ui.slider("round", "sync round", 1, len(res.partitions), default=1)
     part = res.partitions[rnd - 1]
     f, h = res.params["theta1"].shape
-    st.plotly_chart(plots.owner_map(part.owner_map(f, h), title=f"θ1 ({f} x {h}) in sync round {rnd}"),
-                    key="gist-owner", config={"displaylogo": False}, theme=None)
+    chart(plots.owner_map(part.owner_map(f, h), title=f"θ1 ({f} x {h}) in sync round {rnd}"),
+          key="gist-owner")
     owned = (part.owner_map(f, h) >= 0).mean()
     st.caption(f"{100 * owned:.0f} % of θ1 is trained this round (grey: kept as it was). With both layers split "
                f"each subnet owns an (F/m) x (H/m) block, so only 1/m of θ1 moves per round.")
@@ -131,7 +132,7 @@ def render() -> None:
             if got is None:
                 st.info(f"Not stored yet: `python -m labcore.gist.reproduce {cid}` computes it.")
                 continue
-            st.plotly_chart(got.figure, key=f"gist-card-{cid}", config={"displaylogo": False}, theme=None)
+            chart(got.figure, key=f"gist-card-{cid}")
             st.dataframe(card.compare(got.ours), hide_index=True)
 
 

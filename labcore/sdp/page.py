@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from labcore.app import notices
+from labcore.app.charts import chart
 from labcore.app.url_widgets import UrlWidgets
 from labcore.sdp import cards as _cards  # noqa: F401  (registers the topic's cards)
 from labcore.sdp import plots
@@ -73,8 +74,7 @@ def render() -> None:
     c[4].metric("solver time", f"{last['seconds']:.3f} s", help=f"certificates: {last['cert_seconds']:.2f} s more")
     st.caption(f"{name}: n = {n:,} nodes; k = {cfg.k or default_rank(n)} columns for the factored methods; "
                f"{int(last['iter'])} iterations (a live solve stops after {LIVE_TIME_LIMIT_S:g} s of solver time).")
-    st.plotly_chart(plots.convergence(trace, f"{cfg.label()} on {name}"), key="sdp-conv",
-                    config={"displaylogo": False}, theme=None)
+    chart(plots.convergence(trace, f"{cfg.label()} on {name}"), key="sdp-conv")
     best = float(cuts.max())
     st.subheader("Goemans-Williamson rounding")
     r = st.columns(3)
@@ -83,8 +83,7 @@ def render() -> None:
     r[2].metric("mean / SDP bound", f"{cuts.mean() / last['bound']:.4f}")
     import pandas as pd
 
-    st.plotly_chart(plots.rounding_histogram(pd.DataFrame({"ratio": cuts / last["bound"]})), key="sdp-round",
-                    config={"displaylogo": False}, theme=None)
+    chart(plots.rounding_histogram(pd.DataFrame({"ratio": cuts / last["bound"]})), key="sdp-round")
     _stored_cards()
 
 
@@ -99,7 +98,7 @@ def _stored_cards() -> None:
             if ours is None:
                 st.info(f"No stored result yet: `labcore figure {cid} --full` computes it.")
                 continue
-            st.plotly_chart(card.plot(ours), key=f"sdp-card-{cid}", config={"displaylogo": False}, theme=None)
+            chart(card.plot(ours), key=f"sdp-card-{cid}")
             st.dataframe(card.compare(ours), hide_index=True)
 
 

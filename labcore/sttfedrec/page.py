@@ -14,6 +14,7 @@ from __future__ import annotations
 import streamlit as st
 
 from labcore.app import presets
+from labcore.app.charts import chart
 from labcore.app.url_widgets import UrlWidgets
 from labcore.sttfedrec import plots
 
@@ -88,11 +89,11 @@ def render() -> None:
     for col in ("train_ms", "infer_ms", "total_ms", "featurize_ms", "towers_ms", "chain_ms", "train_with_chain_ms"):
         if col in t3:
             t3[col] = t3[col] / t3["device_factor"] * factor
-    st.plotly_chart(plots.table3_bars(t3), key="split.table3", config={"displaylogo": False}, theme=None)
+    chart(plots.table3_bars(t3), key="split.table3")
     st.caption(_mb_caption(t3, parts))
-    st.plotly_chart(plots.time_bars(t3), key="split.time", config={"displaylogo": False}, theme=None)
+    chart(plots.time_bars(t3), key="split.time")
     if parts is not None:
-        st.plotly_chart(plots.payload_bars(parts), key="split.payload", config={"displaylogo": False}, theme=None)
+        chart(plots.payload_bars(parts), key="split.payload")
         st.caption("Left: what the lesson is about, the device's traffic with the server. Right: the chain, "
                    "which only STTFedRec has (ring32 rows use 32-bit shares, half the size).")
     st.dataframe(plots.payload_table(t3).rename(columns={"quantity": "per device", "value": "value"}),
@@ -139,7 +140,7 @@ def _paper_card(ui: UrlWidgets) -> None:
         st.info("No stored full-size result yet: python -m labcore.sttfedrec.experiments --full --save")
         return
     if res.figure is not None:
-        st.plotly_chart(res.figure, key=f"split.{card_id}", config={"displaylogo": False}, theme=None)
+        chart(res.figure, key=f"split.{card_id}")
     st.dataframe(res.comparison(), hide_index=True, width="stretch")
 
 

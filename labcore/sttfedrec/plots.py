@@ -122,9 +122,11 @@ def payload_bars(parts: pd.DataFrame, phase: str = "training") -> go.Figure:
                              hovertemplate="%{text}: %{y:.4f} MB<extra>" + link + "</extra>"), row=1, col=col)
     fig.update_layout(barmode="stack")
     fig.update_yaxes(title_text="MB per device", row=1, col=1)
-    fig.update_xaxes(tickangle=30)
+    fig.update_xaxes(tickangle=60)  # steeper: at 30 degrees neighbouring names crossed in a 1024 px page's panels
     fig = _layout(fig, f"Measured payload per device ({phase}), by part and link", 480)
-    fig.update_layout(legend=dict(orientation="v", x=1.01, y=1))  # beside: below, it met the slanted model names
+    # beside the panels, from their top (below, it met the slanted model names; left with the bottom-anchored
+    # LEGEND_BELOW's container y, it sat above the chart's top edge, out of sight)
+    fig.update_layout(legend=dict(orientation="v", x=1.01, xanchor="left", y=1, yref="paper", yanchor="top"))
     return fig
 
 
@@ -142,10 +144,12 @@ def rho_curves(ours: pd.DataFrame, paper: pd.DataFrame | None = None) -> go.Figu
             for col, key in ((1, "auc"), (2, "ndcg10")):
                 fig.add_trace(go.Scatter(x=d["rho"], y=100 * d[key], name=name, mode="lines+markers",
                                          line=dict(dash=dash, color=color), showlegend=col == 1), row=1, col=col)
-    fig.update_xaxes(title_text="rho (share of non-clicked items in a request)")
+    # short enough for a panel of a chart at a projector's 1024 px (about 250 px); the note says what rho is
+    fig.update_xaxes(title_text="rho (non-clicked share)")
     # the note as the title's second line: an annotation above the panels ran into their titles
     fig = _layout(fig, "Fig. 4: effect of rho on STTFedRec (ML-1M)<br><sup>The paper's Fig. 4 is on Adressa, as an "
-                       "image: expected shape, AUC and NDCG rise with rho.</sup>")
+                       "image: expected shape, AUC and NDCG rise with rho, the share of non-clicked items in a "
+                       "request.</sup>")
     fig.update_layout(margin_t=100)
     return fig
 

@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from labcore.app.charts import chart
 from labcore.app.url_widgets import UrlWidgets
 from labcore.net.channel import ChannelError, LinkModel, RateRegion
 from labcore.typed_config import ConfigError
@@ -13,7 +14,6 @@ from labcore.wireless.config import WirelessConfig
 from labcore.wireless.fedavg import bits_per_round, error_floor, simulate
 
 CARD_IDS = ("wireless-fig2", "wireless-fig3", "wireless-fig4", "wireless-table1")
-PLOT_CONFIG = {"displaylogo": False}
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -55,8 +55,8 @@ def _curves(ui: UrlWidgets) -> None:
     ref = cfg.replace(bits_up=0, bits_down=0, budget_up_bits=0, budget_down_bits=0)
     ref_table, _ = _run(ref.to_dict())
     shown = pd.concat([table.assign(curve=cfg.label()), ref_table.assign(curve="full precision, no channel")])
-    st.plotly_chart(plots.error_curves(shown, "E||x_k - x*||² / ||x*||² (band: 10-90% of trials)"),
-                    key="wireless.curves", config=PLOT_CONFIG, theme=None)
+    chart(plots.error_curves(shown, "E||x_k - x*||² / ||x*||² (band: 10-90% of trials)"),
+          key="wireless.curves")
 
     from labcore.wireless.fedavg import WirelessFedAvg
 
@@ -118,7 +118,7 @@ def _region(ui: UrlWidgets) -> None:
     except allocation.InfeasibleAllocation as e:
         c1.warning(str(e))
     c1.caption(f"d = {setting.d}, kappa = {setting.L / setting.mu:g}, gamma = 1/(4L); the other link at full precision.")
-    c2.plotly_chart(plots.rate_region(region, opt, cf, thr), key="wireless.region", config=PLOT_CONFIG, theme=None)
+    chart(plots.rate_region(region, opt, cf, thr), key="wireless.region", where=c2, share=2 / 3)
 
 
 def _stored() -> None:
@@ -137,7 +137,7 @@ def _stored() -> None:
             if res is None:
                 st.info(f"No stored result yet: reproduce it with figures.reproduce('{cid}', 'full').")
             else:
-                st.plotly_chart(res.figure, key=f"wireless.card.{cid}", config=PLOT_CONFIG, theme=None)
+                chart(res.figure, key=f"wireless.card.{cid}")
                 st.dataframe(card.compare(res.ours), hide_index=True)
             st.code(card.describe(), language=None)
 

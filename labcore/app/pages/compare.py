@@ -7,6 +7,7 @@ import streamlit as st
 from labcore import plots
 from labcore.net.wallclock import table2
 from labcore.app import controls, downloads, notices, runs, sweeps
+from labcore.app.charts import chart
 from labcore.app.state import COMPARE as SPEC
 from labcore.app.state import Y_METRICS
 
@@ -81,15 +82,15 @@ def render() -> None:
         conf = runs.chart_config(final)
         trade = runs.figure("compare.tradeoff", ident, prog, lambda: _titled(
             plots.tradeoff(res, groups, y, dashed), f"final {_Y[y]} vs bytes per client per round"))
-        st.plotly_chart(trade, key=key("tradeoff"), config=conf, theme=None)
+        chart(trade, key=key("tradeoff"), config=conf)
         downloads.chart_button(trade, f"compare {mode} tradeoff", key("tradeoff.html"))
         panel = runs.figure("compare.panel", ident, prog, lambda: plots.metric_panel(
             res, y, labels, dashed=[i for i, (p, _) in enumerate(ready) if p.dashed]))
-        st.plotly_chart(panel, key=key("panel"), config=conf, theme=None)
+        chart(panel, key=key("panel"), config=conf)
         downloads.chart_button(panel, f"compare {mode} {y}", key("panel.html"))
         st.markdown("**Round time: communication vs computation (Table 2 form)**")
         time_fig = runs.figure("compare.time", ident, prog, lambda: plots.round_time(res, labels))
-        st.plotly_chart(time_fig, key=key("time"), config=conf, theme=None)
+        chart(time_fig, key=key("time"), config=conf)
         downloads.chart_button(time_fig, f"compare {mode} round time", key("time.html"))
         t2 = table2(res, labels).rename(columns={"method": "run"})
         t2["final " + _Y[y]] = [float(r.table[y].dropna().iloc[-1]) if r.table[y].notna().any() else float("nan")

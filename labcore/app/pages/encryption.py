@@ -9,6 +9,7 @@ from labcore.config import ConfigError
 from labcore.methods.compress import topk_count
 from labcore.privacy.secagg import SecureAggregationError
 from labcore.app import controls, notices, runs
+from labcore.app.charts import chart
 from labcore.app.state import ENCRYPTION as SPEC
 
 SWEEP_RANKS = (1, 2, 4, 8, 16, 32, 64)
@@ -113,8 +114,7 @@ def _costs(cfg, N: int, d: int) -> None:
               "plaintext_bytes": full["plaintext_bytes"]} for r in ranks]
     st.markdown("**Upload size against rank: a staircase under CKKS** (one ciphertext holds "
                 f"{cfg.ckks_degree // 2} values, so CoLR@r costs ceil(rN / {cfg.ckks_degree // 2}) ciphertexts)")
-    st.plotly_chart(plots.ckks_sizes(pd.DataFrame(rows), x="rank"), key="encryption.sizes",
-                    config={"displaylogo": False}, theme=None)
+    chart(plots.ckks_sizes(pd.DataFrame(rows), x="rank"), key="encryption.sizes")
     with st.expander("CoLR Table 3 with the paper's numbers alongside"):
         st.caption("Smoke size: real CKKS rounds up to 2 ciphertexts per client (larger rows extrapolated from "
                    "measured per-ciphertext costs), Paillier 1024-bit with per-value costs measured on 4 values. "
@@ -151,7 +151,7 @@ def _attack(cfg, vs) -> None:
     from labcore.privacy.server_attack import attack_summary
 
     summary = attack_summary(out)
-    st.plotly_chart(plots.attack_bars(summary), key="encryption.attack", config={"displaylogo": False}, theme=None)
+    chart(plots.attack_bars(summary), key="encryption.attack")
     st.dataframe(summary.drop(columns=["method"]).rename(columns=ATTACK_COLUMNS), hide_index=True, width="stretch")
     n = cfg.clients_per_round
     if cfg.encryption == "none":

@@ -7,6 +7,7 @@ import streamlit as st
 
 from labcore import plots
 from labcore.app import analytic, controls, downloads, notices, runs
+from labcore.app.charts import chart
 from labcore.app.state import EXPLORER as SPEC
 from labcore.app.state import EXPLORER_Y
 from labcore.metrics import client_data_summary
@@ -113,15 +114,16 @@ def render() -> None:
         yy = y if y in t and t[y].notna().any() else "hr"  # backdoor success: only with an attack
         conf = runs.chart_config(final)
         panel = runs.figure("explorer.panel", (run, yy), prog, lambda: plots.metric_panel([res], yy))
-        st.plotly_chart(panel, key=key("panel"), config=conf, theme=None)
+        chart(panel, key=key("panel"), config=conf)
         name = f"{cfg.describe()} {cfg.dataset}"
         downloads.chart_button(panel, f"{name} {yy}", key("panel.html"))
-        c1, c2, c3 = st.columns(3)
+        c1, c2 = st.columns(2)  # two a row, the round-time panels below at full width: in three columns at a
+        c3 = st.container()  # projector's 1024 px, their legends and panel titles were cut by the charts' edges
         c1.markdown("**Effective rank of the updates**")
         if cfg.rank_every:
             width = cfg.dim if cfg.method in ("fedmf", "topk") else cfg.rank
             fig = runs.figure("explorer.erank", (run, width), prog, lambda: plots.effective_rank(res, width))
-            c1.plotly_chart(fig, key=key("erank"), config=conf, theme=None)
+            chart(fig, key=key("erank"), config=conf, where=c1, share=0.5)
             aggregated = "agg_n90" in t and t["agg_n90"].notna().any()
             c1.caption("Blue: each client's update. An MF client's update is rank 1 by construction (every item row "
                        "moves along its own user vector p_u; only the drift of p_u over the local epochs adds a "
@@ -136,11 +138,11 @@ def render() -> None:
             c1.caption("off (advanced: effective rank every 0 rounds)")
         c2.markdown("**Payload per message part (whole run)**")
         parts = runs.figure("explorer.parts", run, prog, lambda: plots.payload_parts(res))
-        c2.plotly_chart(parts, key=key("parts"), config=conf, theme=None)
+        chart(parts, key=key("parts"), config=conf, where=c2, share=0.5)
         downloads.chart_button(parts, f"{name} payload parts", key("parts.html"), where=c2)
         c3.markdown("**Round time: communication vs computation**")
         time_fig = runs.figure("explorer.time", run, prog, lambda: plots.round_breakdown(res))
-        c3.plotly_chart(time_fig, key=key("time"), config=conf, theme=None)
+        chart(time_fig, key=key("time"), config=conf, where=c3)
         comm, total = float(t["t_comm"].sum()), float(t["t_round"].sum()) or 1.0
         c3.caption(f"Each part on its own scale: communication is {comm / total:.1%} of the simulated time at "
                    f"{cfg.bw_up:g} MB/s up, {cfg.bw_down:g} MB/s down"

@@ -11,6 +11,7 @@ import streamlit as st
 
 from labcore.fed.engine import default_cache_dir
 from labcore.app import controls, notices, presets
+from labcore.app.charts import chart
 from labcore.app.downloads import human_columns
 from labcore.app.state import FIGURES as SPEC
 
@@ -99,7 +100,7 @@ def render() -> None:
     tolerance = "" if res.size == "smoke" else f" ({card.tolerance_text})"
     st.markdown(f"**Ours, {label}: {ok}**{tolerance}; {cost}.")
     if res.figure is not None:
-        st.plotly_chart(res.figure, key=f"figures.{card_id}.{res.size}", config={"displaylogo": False}, theme=None)
+        chart(res.figure, key=f"figures.{card_id}.{res.size}")
     st.markdown(f"**Expected:** {card.expected}")
     st.dataframe(res.comparison(), hide_index=True, width="stretch")
     for n in card.notes:
