@@ -37,17 +37,21 @@ pio.templates.default = "labcore_white"
 LEGEND_BELOW = dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0, xanchor="left")
 
 
-def wrapped(title: str, width: int = 52) -> str:
-    """A long title on lines of at most `width` characters: plotly never wraps one, and a chart's edge cut the longest
-    at a laptop's width. Text after a line break the caller made (a `<br><sup>` note) is kept as it is."""
-    head, sep, rest = title.partition("<br>")
-    return "<br>".join(textwrap.wrap(head, width)) + sep + rest
-
-
 # How many characters of a title line fit a full-width chart at a projector's 1024 px (564 px wide with the sidebar
 # open; measured in Chromium, a 50-character line at 19 px was cut), and the height plotly gives one line of it.
 TITLE_CHARS = 42
 TITLE_LINE_PX = 25
+
+
+def wrapped(title: str, width: int = TITLE_CHARS) -> str:
+    """A long title on lines of at most `width` characters: plotly never wraps one, and a chart's edge cut the longest
+    at a laptop's width. Text after a line break the caller made (a `<br><sup>` note) is kept as it is. At
+    `TITLE_CHARS`, the width `fit_title` gives a full-width chart on a page, so a page draws it as it is (wrapped at 52,
+    the page wrapped its lines again, into a short middle line)."""
+    head, sep, rest = title.partition("<br>")
+    return "<br>".join(textwrap.wrap(head, width)) + sep + rest
+
+
 # Plotly hangs a title of two or more lines 13 px higher than one of one line from the same pad: with the template's
 # 14 px, their first line's top was 4 px above the chart's edge (measured in Chromium); 27 puts it where one line's is.
 TITLE_PAD_LINES = 27

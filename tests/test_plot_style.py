@@ -69,3 +69,11 @@ def test_a_title_already_on_two_lines_is_hung_lower_and_only_once():
     assert fitted is not fig and fitted.layout.title.text == fig.layout.title.text
     assert fitted.layout.title.pad.t == TITLE_PAD_LINES and fitted.layout.margin.t == 110
     assert fit_title(fitted) is fitted
+
+
+def test_a_title_a_plot_wrapped_itself_is_drawn_as_it_is_on_a_full_width_chart():
+    from labcore.plot_style import wrapped
+
+    title = wrapped("Table 4: Recall@10 per client and imbalance (best - worst) / worst")
+    assert title == "Table 4: Recall@10 per client and<br>imbalance (best - worst) / worst"
+    assert fit_title(_fig(title)).layout.title.text == title  # not three lines with a short one in the middle
