@@ -4,10 +4,13 @@ same process; the ratios printed.
 
     python benchmarks/topk_rows.py                        # ML-1M, every user a client, TopK@4 (ratio 4/64)
     python benchmarks/topk_rows.py --clients 256 --ratio 0.25
+    python benchmarks/topk_rows.py --bits 3 --link-budget 1 # 3-bit values over a link that carries 2 levels
 
 One round of the engine gives the cohort's touched rows; both encodes must send the same message (checked),
 then both decodes are aggregated as the CoLR papers' Top-K runs do (`item_mean`), and the largest difference
-of the two aggregates is printed (the sums add the clients in another order). One thread unless
+of the two aggregates is printed (the sums add the clients in another order). With --bits and --link-budget the
+decodes take the values a noisy link delivered (its noise moves zeros of short clients' padding off their rows:
+received-only rows, now; they were the reason to decode densely). One thread unless
 LABCORE_THREADS says otherwise; the compiled steps are timed at their second call (the first loads the kernels). On
 a shared machine trust the ratio more than the seconds.
 """
@@ -22,6 +25,8 @@ import torch
 import labcore
 from labcore.fed.aggregate import item_mean, rows_item_mean
 from labcore.fed.engine import Simulation, load_data, use_threads
+from labcore.fed.mods import quantize_wires
+from labcore.methods.base import Wire
 from labcore.methods.compress import topk_compress_rows, topk_count, topk_decompress, topk_positions
 from labcore.methods.topk import TopKCompression
 from labcore.methods.topk_kernels import topk_onto_rows
@@ -63,6 +68,8 @@ def main(argv=None) -> None:
     ap.add_argument("--dataset", default="ml-1m")
     ap.add_argument("--clients", type=int, default=0, help="clients per round; 0 = every user")
     ap.add_argument("--ratio", type=float, default=4 / 64, help="topk_ratio (k = ratio x items x dim)")
+    ap.add_argument("--bits", type=int, default=0, help="quantize the k values with QSGD at these bits (0 = not)")
+    ap.add_argument("--link-budget", type=int, default=0, help="log2 K of the uplink channel (0 = no limit)")
     args = ap.parse_args(argv)
     use_threads()
     base = labcore.paper_ml1m(dataset=args.dataset, method="topk", topk_ratio=args.ratio, rank_every=0,
@@ -95,14 +102,21 @@ def main(argv=None) -> None:
     print(f"    torch, client by client       {t_enc_old:.2f} s   ratio {t_enc_old / t_enc_new:.1f}x")
 
     item = np.ascontiguousarray(rows.item.numpy())
+    received = v_new
+    if args.bits:  # what the server receives: the dequantized values, after the link's noise if it has a budget
+        wire = Wire("values", "values", v_new)
+        received = quantize_wires([wire], args.bits, cfg.quant_bucket, torch.Generator().manual_seed(0),
+                                  args.link_budget)[1][0].data
+    out, off = topk_onto_rows(received.numpy(), i_new.numpy(), item, rows.indptr, d)
+    print(f"  received: {args.bits or 32}-bit values, link budget {args.link_budget or 'none'}: {len(off[0]):,} "
+          f"nonzero values off the clients' touched rows")
 
     def decode_new():
-        decoded = rows.with_values(torch.from_numpy(topk_onto_rows(v_new.numpy(), i_new.numpy(), item,
-                                                                   rows.indptr, d)))
-        return rows_item_mean(decoded)
+        out, off = topk_onto_rows(received.numpy(), i_new.numpy(), item, rows.indptr, d)
+        return rows_item_mean(rows.with_values(torch.from_numpy(out)).with_received(*off))
 
     def decode_old():
-        return item_mean(topk_decompress(v_old, i_old, (m, N, d)), rows.touched())
+        return item_mean(topk_decompress(received, i_old, (m, N, d)), rows.touched())
 
     agg_new, t_dec_new = timed(decode_new, 2)
     agg_old, t_dec_old = timed(decode_old)

@@ -528,23 +528,23 @@ def _bring(pg, name, control, seen_while: dict) -> list:
     return undo + [(parent, start)]
 
 
-def _classroom_pages() -> list:
+def classroom_pages(core: bool) -> list:
+    """The lab's own pages (`core`) or the topics' pages, as (name, path) parameters of the classroom sweep."""
     from labcore.app.pages import CORE_PAGES, pages
 
     light = {"explorer": "/" + EXPLORER_QUERY, "compare": "/compare?rounds=10&_values=2,8"}
     return [pytest.param(name, light.get(name, f"/{name}"), marks=[pytest.mark.classroom]
-                         + ([] if name in CORE_PAGES else [NEEDS_DATA])) for name in pages()]
+                         + ([] if name in CORE_PAGES else [NEEDS_DATA]))
+            for name in pages() if (name in CORE_PAGES) == core]
 
 
-# A page's sweep is long by design (the Explorer's 22 controls: 14.5 min on a 2-core machine where the default suite
-# took 33 min in one process): its hang guard is 30 min, not the suite's 10.
-@pytest.mark.timeout(1800)
-@pytest.mark.parametrize("name, path", _classroom_pages())
-def test_every_control_of_every_page_sticks_five_times_in_a_row(server, page, name, path):
-    """The classroom sweep (`-m classroom`, run by CI after the default suite): every slider and select box of
-    every page, the ones in expanders, tabs and those another choice shows included, changed five times in a
-    row. Each value sticks, each change reaches the link, and the control is put back before the next one so
-    every control is tried from the page's own view. Then the final view comes back from its link."""
+def sweep_every_control(server, page, name: str, path: str) -> None:
+    """The classroom sweep of one page (`-m classroom`, run by CI after the default suite; its tests are in
+    test_browser_sweep_lab.py and test_browser_sweep_topics.py, two files so that CI's two workers, which take a
+    file each, run the two halves at once): every slider and select box of the page, the ones in expanders, tabs
+    and those another choice shows included, changed five times in a row. Each value sticks, each change reaches
+    the link, and the control is put back before the next one so every control is tried from the page's own
+    view. Then the final view comes back from its link."""
     page.goto(server + path)
     page.wait_for_selector("h1")
     page.wait_for_selector("input[type=range], [data-testid=stSelectbox]", state="attached")

@@ -144,13 +144,22 @@ def test_topk_decoded_onto_the_touched_rows_is_the_dense_decode(k):
     rows = _touched_rows()
     vals, idx = topk_compress_rows(rows.values, rows.item, rows.indptr, rows.n_items, k)
     d = rows.width
-    out = topk_onto_rows(vals.numpy(), idx.numpy(), rows.item.numpy(), rows.indptr, d)
-    assert torch.equal(rows.with_values(torch.from_numpy(out)).dense(),
-                       topk_decompress(vals, idx, (rows.n_clients, rows.n_items, d)))
-    off = vals.clone()
-    off[1, -1] = 0.5  # client 1 has fewer than 119 values: its last position is padding, off its rows
-    assert (topk_onto_rows(off.numpy(), idx.numpy(), rows.item.numpy(), rows.indptr, d) is None) == (
-        k == 119)
+    shape = (rows.n_clients, rows.n_items, d)
+    out, off = topk_onto_rows(vals.numpy(), idx.numpy(), rows.item.numpy(), rows.indptr, d)
+    assert all(len(a) == 0 for a in off)
+    assert torch.equal(rows.with_values(torch.from_numpy(out)).dense(), topk_decompress(vals, idx, shape))
+    moved = vals.clone()
+    moved[1, -1] = 0.5  # client 1 has fewer than 119 values: its last position is padding, off its rows
+    moved[3, max(0, k - 2):] = -0.25
+    out, off = topk_onto_rows(moved.numpy(), idx.numpy(), rows.item.numpy(), rows.indptr, d)
+    by_rows = rows.with_values(torch.from_numpy(out)).with_received(*off)
+    assert torch.equal(by_rows.dense(), topk_decompress(moved, idx, shape))
+    if k == 119:  # the moved values sit on rows the clients did not touch: received, not touched
+        assert sorted(off[0].tolist()) == [1, 3, 3] and by_rows.received.sum() >= 2
+        assert torch.equal(by_rows.touched(), rows.touched())
+        assert torch.equal(by_rows.touched_only().dense(), rows.with_values(torch.from_numpy(out)).dense())
+    else:
+        assert by_rows.received is None
 
 
 def test_quantizer_is_unbiased_and_packs_to_the_stated_width():

@@ -274,3 +274,30 @@ def test_infeasible_allocation_is_refused():
         allocation.solve(RateRegion.two_users(9, 9, 10), link="up")  # 5 bits each < 5.37
     with pytest.raises(ChannelError, match=r"link='side' is invalid: allowed values are up, down"):
         allocation.solve(RateRegion.two_users(9, 9, 14), link="side")
+
+
+def test_the_channel_works_in_place_with_the_former_draws_and_levels():
+    """transmit_levels and requantize overwrite their own float64 temporaries (a full-participation payload's copy
+    is 0.7 GB): the same draws, in the same order, give the same levels as the former out-of-place expressions,
+    and the caller's tensors are left as they were."""
+    from labcore.methods.quantize import requantize
+    from labcore.net.channel import noise_std, transmit_levels
+
+    levels = torch.randint(0, 8, (3, 1001), generator=torch.Generator().manual_seed(0))
+    kept = levels.clone()
+    got = transmit_levels(levels, 7, 1, torch.Generator().manual_seed(5))
+    g = torch.Generator().manual_seed(5)
+    y = levels.to(torch.float64) / 7.0
+    w = torch.randn(y.shape, generator=g, dtype=torch.float64) * noise_std(1)
+    ratio = (y + w).clamp(0.0, 1.0).clamp(0.0, 1.0) * 7.0
+    low = ratio.floor()
+    up = torch.rand(ratio.shape, generator=g, dtype=torch.float64) < (ratio - low)
+    former = (low + up.to(torch.float64)).clamp(max=7.0).to(torch.int64)
+    assert torch.equal(got, former) and not torch.equal(got, levels) and torch.equal(levels, kept)
+    y = torch.rand(4, 50, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    y_kept = y.clone()
+    requantize(y, 5, torch.Generator().manual_seed(2))
+    assert torch.equal(y, y_kept)
+    as_float = levels.to(torch.float64)
+    transmit_levels(as_float, 7, 1, torch.Generator().manual_seed(5))
+    assert torch.equal(as_float, kept.to(torch.float64))

@@ -2,8 +2,7 @@
 
 Two layouts of the cohort's updates, the same numbers:
 
-* dense (M, N, k) tensors: `weighted_sum`, `item_mean` (small cohorts, quantized Top-K's dense decode and
-  the quantizer, tests);
+* dense (M, N, k) tensors: `weighted_sum`, `item_mean` (small cohorts, the dense codecs, tests);
 * `RowUpdate` (the rows the clients touched): `rows_sum`, `rows_item_mean`, `rows_weighted_sum`, whose cost
   grows with the rows, not with clients x items.
 
@@ -74,7 +73,10 @@ def _sum_and_count(rows: RowUpdate) -> tuple[torch.Tensor, torch.Tensor]:
     vals = np.ascontiguousarray(rows.values.numpy())
     out = np.zeros((rows.n_items, rows.width), dtype=vals.dtype)
     count = np.zeros(rows.n_items, dtype=np.int64)
-    _add_rows(out, count, np.ascontiguousarray(rows.item.numpy()), vals)
+    item = np.ascontiguousarray(rows.item.numpy())
+    _add_rows(out, count, item, vals)
+    if rows.received is not None:  # rows a client did not touch add to the sum, not to the count
+        count -= np.bincount(item[rows.received], minlength=rows.n_items)
     return torch.from_numpy(out), torch.from_numpy(count)
 
 
@@ -87,8 +89,8 @@ def rows_sum(rows: RowUpdate, layout: str = "item") -> torch.Tensor:
 
 
 def rows_item_mean(rows: RowUpdate, layout: str = "item") -> torch.Tensor:
-    """(N, k): each item's rows averaged over the clients that touched it (zero where none did); the rows are
-    counted in the summing pass."""
+    """(N, k): each item's rows summed, divided by the clients that touched it (1 where none did: zero, or what
+    received-only rows put there, as the dense `item_mean`); the rows are counted in the summing pass."""
     total, count = _sum_and_count(rows)
     return total / count.clamp(min=1).to(rows.values.dtype)[:, None]
 

@@ -136,8 +136,8 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
 
     An upper estimate from the shapes the round builds: the schedule and per-slot tensors of local training,
     the touched rows (update, row index, the client sum's run tables), and clients x items x width tables
-    where a layout or codec still needs them (the dense layout; Top-K over a noisy quantized link decodes each
-    client's whole table; quantization and encryption work on each client's whole payload).
+    where a layout or codec still needs them (the dense layout; quantization and encryption work on each
+    client's whole payload).
     """
     M, N, d = cfg.clients_per_round, data.n_items, cfg.dim
     width = cfg.rank if cfg.method in ("colr", "scolr") else d
@@ -161,10 +161,12 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
         est["SVD factors (Gram matrices, U, decoded rows)"] = 3 * M * d * d * 8 + rows * (cfg.rank * 24 + d * 4)
     elif cfg.method == "topk":  # encoded from the rows and decoded onto them
         k = topk_count(N * d, cfg.topk_ratio)
-        # the message (values, indices) as sent and as received, then the decoded rows, or each client's table when
-        # a noisy link may move a zero of a short client's padding off its rows (QSGD keeps a zero at zero)
+        # the message (values, indices) as sent and as received, then the decoded rows; when a noisy link may move
+        # zeros of a short client's padding off its rows (QSGD keeps a zero at zero), the rows they land on inserted
+        # (a second copy of the rows): only the padding in the quantizer's bucket of the client's last values moves
         off_rows = cfg.up_bits and exceeds(2**cfg.up_bits - 1, cfg.up_link_budget)
-        est["Top-K message and its decode"] = M * k * 16 + (M * N * d * 4 if off_rows else rows * d * 4)
+        received = M * min(N, -(-min(k, cfg.quant_bucket) // d) + 1) * d * 4 if off_rows else 0
+        est["Top-K message and its decode"] = M * k * 16 + rows * d * 4 * (2 if off_rows else 1) + received
     if cfg.scaffold:  # every user's c_i by the rows it last touched (all users, not the cohort), the round's old
         # and new variates of the cohort, and c with the round's dense sums
         kept = int(np.minimum(data.train_counts().astype(np.int64) * (1 + cfg.num_negatives), N).sum())

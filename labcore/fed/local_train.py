@@ -70,6 +70,9 @@ class RowUpdate:
     # (M, ceil(N / 8)) uint8: bit i % 8 of byte i // 8 of row m says client m has a row of item i (the item mask's
     # wire format), when the maker already had it (the trainer's touched rows); else None
     item_bits: np.ndarray | None = None
+    # (R,) bool: rows a client did not touch that a message put values on anyway (a noisy link moved zeros of
+    # Top-K's padding). They count in sums, not as touched (`touched`, the item mean's count). None: there are none
+    received: np.ndarray | None = None
 
     @staticmethod
     def from_offsets(n_clients: int, n_items: int, indptr: np.ndarray, item: torch.Tensor,
@@ -100,9 +103,32 @@ class RowUpdate:
         return np.searchsorted(self.client.numpy(), np.arange(self.n_clients + 1)).astype(np.int64)
 
     def with_values(self, values: torch.Tensor) -> "RowUpdate":
-        if self.client_ is None and "client" not in self.__dict__:  # keep the client column unmade
+        if self.client_ is None and "client" not in self.__dict__ and self.received is None:  # keep it unmade
             return RowUpdate.from_offsets(self.n_clients, self.n_items, self.indptr, self.item, values, self.item_bits)
-        return RowUpdate(self.n_clients, self.n_items, self.client, self.item, values, self.item_bits)
+        return RowUpdate(self.n_clients, self.n_items, self.client, self.item, values, self.item_bits, self.received)
+
+    def with_received(self, client: np.ndarray, flat: np.ndarray, value: np.ndarray) -> "RowUpdate":
+        """These rows and the received-only rows that hold `value` at (client, flat = item * width + column),
+        positions off the touched rows, inserted in client-then-item order."""
+        if not len(client):
+            return self
+        N, w = self.n_items, self.width
+        keys, where = np.unique(client * N + flat // w, return_inverse=True)
+        extra = np.zeros((len(keys), w), dtype=self.values.numpy().dtype)
+        extra[where, flat % w] = value
+        at = np.searchsorted((self.client * N + self.item).numpy(), keys)  # the rows' keys are sorted
+        received = np.zeros(len(self.item), dtype=bool) if self.received is None else self.received
+        return RowUpdate(self.n_clients, N, torch.from_numpy(np.insert(self.client.numpy(), at, keys // N)),
+                         torch.from_numpy(np.insert(self.item.numpy(), at, keys % N)),
+                         torch.from_numpy(np.insert(self.values.numpy(), at, extra, axis=0)), None,
+                         np.insert(received, at, True))
+
+    def touched_only(self) -> "RowUpdate":
+        """The rows the clients touched (received-only rows dropped)."""
+        if self.received is None:
+            return self
+        keep = torch.from_numpy(~self.received)
+        return RowUpdate(self.n_clients, self.n_items, self.client[keep], self.item[keep], self.values[keep])
 
     def dense(self, clients: slice | None = None) -> torch.Tensor:
         """The (M, N, width) table (or clients[lo:hi] of it): for small cohorts, tests and the dense codecs."""
@@ -113,9 +139,10 @@ class RowUpdate:
         return out
 
     def touched(self) -> torch.Tensor:
-        """(M, N) bool: the rows that exist."""
+        """(M, N) bool: the rows the clients touched."""
+        rows = self.touched_only()
         t = torch.zeros(self.n_clients * self.n_items, dtype=torch.bool)
-        t[self.client * self.n_items + self.item] = True
+        t[rows.client * self.n_items + rows.item] = True
         return t.view(self.n_clients, self.n_items)
 
     @staticmethod

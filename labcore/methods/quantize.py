@@ -24,11 +24,15 @@ import torch
 from .quantize_kernels import pack_fixed, qsgd_levels, qsgd_values, unpack_fixed
 
 
-def stochastic_round(ratio: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-    """floor(r) + Bernoulli(r - floor(r)) for float64 r >= 0: Eq. (5)'s xi times k, unbiased."""
+def stochastic_round(ratio: torch.Tensor, gen: torch.Generator, in_place: bool = False) -> torch.Tensor:
+    """floor(r) + Bernoulli(r - floor(r)) for float64 r >= 0: Eq. (5)'s xi times k, unbiased. `in_place`: `ratio`
+    may be overwritten (the same draws and values, three float64 temporaries fewer: a noisy link's 89 M values in
+    a full-participation Top-K round are 0.7 GB each)."""
     low = ratio.floor()
-    up = torch.rand(ratio.shape, generator=gen, dtype=torch.float64) < (ratio - low)
-    return low + up.to(torch.float64)
+    frac = ratio.sub_(low) if in_place else ratio - low
+    up = torch.rand(ratio.shape, generator=gen, dtype=torch.float64) < frac
+    del frac
+    return low.add_(up.to(torch.float64))
 
 
 # quantize works through the clients in blocks of about this many values, in buffers it reuses: float64 copies of a
@@ -141,7 +145,8 @@ def dequantize_levels(levels: torch.Tensor, signs: torch.Tensor, norms: torch.Te
 def requantize(y: torch.Tensor, k: int, gen: torch.Generator) -> torch.Tensor:
     """xi(y, k) of Eq. (5) for y in [0, 1]: the level (0..k) of an unbiased rounding of y to the grid 1/k."""
     _check_levels(k)
-    return stochastic_round(y.to(torch.float64).clamp(0.0, 1.0) * float(k), gen).clamp(max=float(k)).to(torch.int64)
+    ratio = y.to(torch.float64).clamp(0.0, 1.0).mul_(float(k))  # a new tensor: the in-place steps leave y as it is
+    return stochastic_round(ratio, gen, in_place=True).clamp_(max=float(k)).to(torch.int64)
 
 
 def qsgd_omega(d: int, k: float) -> float:

@@ -31,13 +31,14 @@ class TopKCompression(FedMF):
     def decode_rows(self, wires: dict[str, Wire]) -> None:
         return None  # the message is k values and their positions, not rows
 
-    def decode_onto(self, wires: dict[str, Wire], touched: RowUpdate) -> RowUpdate | None:
-        """The k values of each client written at its touched rows (every value it picked lies on them); None
-        if some nonzero value lies elsewhere (a quantized zero of the padding): then decoded densely."""
+    def decode_onto(self, wires: dict[str, Wire], touched: RowUpdate) -> RowUpdate:
+        """The k values of each client written at its touched rows (every value it picked lies on them), and at
+        received-only rows where a noisy link moved a zero of a short client's padding off them (QSGD keeps a
+        zero at zero; the link's noise need not): the dense decode's values, by rows."""
         values, indices = (np.ascontiguousarray(wires[n].data.numpy()) for n in ("values", "indices"))
-        rows = topk_onto_rows(values, indices,
-                              np.ascontiguousarray(touched.item.numpy()), touched.indptr, self.d)
-        return None if rows is None else touched.with_values(torch.from_numpy(rows))
+        rows, off = topk_onto_rows(values, indices, np.ascontiguousarray(touched.item.numpy()), touched.indptr,
+                                   self.d)
+        return touched.with_values(torch.from_numpy(rows)).with_received(*off)
 
     def decode(self, wires: dict[str, Wire]) -> torch.Tensor:
         v = wires["values"].data

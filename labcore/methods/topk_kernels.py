@@ -121,10 +121,12 @@ def topk_rows(values: np.ndarray, item: np.ndarray, indptr: np.ndarray, n_items:
 
 
 @njit(cache=True)
-def _onto_rows(values, indices, item, indptr, d, out):
+def _onto_rows(values, indices, item, indptr, d, out, off_client, off_flat, off_value):
     """Each client's k values written at their rows of `out`, walking its positions and its rows together
-    (positions come in increasing order but for the padding; a step back restarts the walk). False if a
-    nonzero value lands off the client's rows (then the table is not the rows' alone: decode densely)."""
+    (positions come in increasing order but for the padding; a step back restarts the walk). A nonzero value
+    that lands off the client's rows (a zero of the padding a noisy link moved) is listed in the off_* buffers
+    while they have room; returns how many there are."""
+    n_off = 0
     for m in range(indptr.shape[0] - 1):
         a, b = indptr[m], indptr[m + 1]
         r, last = a, -1
@@ -138,13 +140,23 @@ def _onto_rows(values, indices, item, indptr, d, out):
             if r < b and item[r] * d <= flat:
                 out[r, flat - item[r] * d] = values[m, j]
             elif values[m, j] != 0.0:
-                return False
-    return True
+                if n_off < off_client.shape[0]:
+                    off_client[n_off], off_flat[n_off], off_value[n_off] = m, flat, values[m, j]
+                n_off += 1
+    return n_off
 
 
 def topk_onto_rows(values: np.ndarray, indices: np.ndarray, item: np.ndarray, indptr: np.ndarray,
-                   d: int) -> np.ndarray | None:
-    """The decoded (R, d) rows of the clients' touched rows (item, indptr) from their Top-K messages (M, k), or
-    None when some nonzero value lies off those rows (a quantized zero padding, say)."""
+                   d: int) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The decoded (R, d) rows of the clients' touched rows (item, indptr) from their Top-K messages (M, k), and
+    the nonzero values that lie off those rows as (client, flat position, value): none unless a noisy link
+    moved zeros of a short client's padding (those in the quantizer's bucket that holds its last values: in a
+    bucket of zeros alone, the norm is zero)."""
     out = np.zeros((item.shape[0], d), dtype=values.dtype)
-    return out if _onto_rows(values, indices, item, indptr, d, out) else None
+    size = max(1024, d * values.shape[0])  # a row's worth a client (ML-1M's full round: 19 values a client)
+    while True:  # the first guess holds them all but in the noisiest rounds; then once more, exactly
+        off = (np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, values.dtype))
+        n_off = _onto_rows(values, indices, item, indptr, d, out, *off)
+        if n_off <= size:
+            return out, tuple(a[:n_off] for a in off)
+        size = n_off

@@ -57,9 +57,11 @@ def transmit_levels(levels: torch.Tensor, k: int, budget_bits: int, gen: torch.G
     _check_bits("budget_bits", budget_bits)
     if not exceeds(k, budget_bits):
         return levels
-    y = levels.to(torch.float64) / float(k)
-    w = torch.randn(y.shape, generator=gen, dtype=torch.float64) * noise_std(budget_bits)
-    return requantize((y + w).clamp(0.0, 1.0), k, gen)
+    y = levels.to(torch.float64, copy=True).div_(float(k))  # a copy even of float levels: changed in place below
+    w = torch.randn(y.shape, generator=gen, dtype=torch.float64).mul_(noise_std(budget_bits))
+    y.add_(w)  # in place, the same values: each float64 copy of a full-participation payload is 0.7 GB
+    del w
+    return requantize(y.clamp_(0.0, 1.0), k, gen)
 
 
 def effective_omega(d: int, k: float, budget_bits: int) -> float:
