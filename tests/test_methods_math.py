@@ -258,3 +258,19 @@ def test_hit_ratio_and_ndcg_on_a_hand_ranked_case():
     assert ndcg == pytest.approx((0 + 1.0) / 2)
     hr3, ndcg3 = hit_ratio_ndcg(P, Q, test, negs, k=3)
     assert hr3 == 1.0 and ndcg3 == pytest.approx((1 / math.log2(4) + 1) / 2)
+
+
+def test_topk_values_off_the_rows_beyond_the_first_buffer_are_all_kept():
+    """More off-row values than the decode's first buffer holds (1,024 here): it walks again with room for all."""
+    d, n_items, k = 4, 600, 1500
+    item, indptr = np.array([2], dtype=np.int64), np.array([0, 1], dtype=np.int64)  # one client, one touched row
+    positions = np.arange(k, dtype=np.int32)  # items 0..374: 4 values on the touched row, 1,496 off it
+    values = np.linspace(-1.0, 1.0, k, dtype=np.float32)
+    values[values == 0] = 0.5
+    out, off = topk_onto_rows(values[None], positions[None], item, indptr, d)
+    assert len(off[0]) == k - d and out[0].tolist() == values[8:12].tolist()
+    rows = RowUpdate(1, n_items, torch.tensor([0]), torch.from_numpy(item), torch.from_numpy(out))
+    by_rows = rows.with_received(*off)
+    assert torch.equal(by_rows.dense(), topk_decompress(torch.from_numpy(values[None]),
+                                                        torch.from_numpy(positions[None]), (1, n_items, d)))
+    assert int(by_rows.received.sum()) == k // d - 1 and torch.equal(by_rows.touched(), rows.touched())

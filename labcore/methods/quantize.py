@@ -26,8 +26,8 @@ from .quantize_kernels import pack_fixed, qsgd_levels, qsgd_values, unpack_fixed
 
 def stochastic_round(ratio: torch.Tensor, gen: torch.Generator, in_place: bool = False) -> torch.Tensor:
     """floor(r) + Bernoulli(r - floor(r)) for float64 r >= 0: Eq. (5)'s xi times k, unbiased. `in_place`: `ratio`
-    may be overwritten (the same draws and values, three float64 temporaries fewer: a noisy link's 89 M values in
-    a full-participation Top-K round are 0.7 GB each)."""
+    may be overwritten (the same draws and values, with fewer float64 temporaries of r's size: a noisy link's 89 M
+    values in a full-participation Top-K round are 0.7 GB each)."""
     low = ratio.floor()
     frac = ratio.sub_(low) if in_place else ratio - low
     up = torch.rand(ratio.shape, generator=gen, dtype=torch.float64) < frac
