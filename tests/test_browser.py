@@ -508,14 +508,15 @@ def _sweep_one(pg, name, control, changes: int, seen_while: dict) -> None:
         _link_moved(pg, before_link)
     _idle(pg, timeout=240)
     _reveal(pg, control)
-    _settle(pg, control, start)
+    _settle(pg, control, start, tries=2)
     assert _value(pg, control) == start, (name, control, "could not be put back")
 
 
-def _settle(pg, control, value: str, tries: int = 2) -> None:
-    """Set `control` to `value` again while it shows another: on a loaded machine (the two halves of the sweep
-    side by side) a rerun that lands between the arrow presses that put a slider back can leave it a step off.
-    Putting controls back is the sweep's own housekeeping; each change's sticking is checked without a retry."""
+def _settle(pg, control, value: str, tries: int = 3) -> None:
+    """Set a shown `control` to `value` and wait for the page, again while it shows another value: on a loaded
+    machine (the two halves of the sweep side by side) a rerun that lands between the arrow presses that put a
+    slider back can leave it a step off. Setting controls back is the sweep's own housekeeping; each change's
+    sticking is checked without a retry."""
     for _ in range(tries):
         if _value(pg, control) == value:
             return
@@ -535,9 +536,6 @@ def _bring(pg, name, control, seen_while: dict) -> list:
     parent, value = recipe
     undo = _bring(pg, name, parent, seen_while)
     start = _value(pg, parent)
-    _set(pg, parent, value)
-    _idle(pg, timeout=240)
-    _reveal(pg, parent)
     _settle(pg, parent, value)
     assert _reveal(pg, control), (name, control, "not shown by", parent, value)
     return undo + [(parent, start)]
@@ -576,9 +574,6 @@ def sweep_every_control(server, page, name: str, path: str) -> None:
         _sweep_one(page, name, control, 5, seen_while)
         done.add(control)
         for parent, start in reversed(undo):  # put the controls that showed it back, innermost first
-            _reveal(page, parent)
-            _set(page, parent, start)
-            _idle(page, timeout=240)
             _reveal(page, parent)
             _settle(page, parent, start)
         queue += [c for c in seen_while if c not in done and c not in queue]
