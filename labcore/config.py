@@ -145,6 +145,8 @@ class RunConfig(TypedConfig):
         # a channel budget acts on quantized levels only: over a float32 link it cannot change the numbers
         skip += tuple(f"{d}_link_budget" for d in ("up", "down") if not getattr(self, f"{d}_bits"))
         d = {k: v for k, v in self.to_dict().items() if k not in skip}
+        if self.up_bits:  # a quantized uplink's numbers changed with its summation order (see _QUANTIZED_UPLINK)
+            d["quantized_uplink"] = _QUANTIZED_UPLINK
         return hash_key(d)
 
     def describe(self) -> str:
@@ -183,6 +185,10 @@ class RunConfig(TypedConfig):
         return tuple(self.ckks_coeff_bits) or (60, self.ckks_scale_bits, 60)
 
 
+# Part of a quantized-uplink run's key. 2: the server reads the dequantized update back onto the touched rows and adds
+# the clients in order, as for a float32 uplink (1: it summed each client's whole table with torch, in another order,
+# which a quantized run amplifies past float rounding). Results cached under 1 are not served for 2.
+_QUANTIZED_UPLINK = 2
 _NOT_IN_KEY = ("checkpoint_every",)  # bookkeeping that does not change the numbers
 # Fields added after results were stored: at their default they stay out of the key, so stored keys remain valid.
 _KEY_FROM_NON_DEFAULT = {"data_skew": 1.0, "client_schedule": "uniform", "up_link_budget": 0, "down_link_budget": 0,

@@ -196,7 +196,9 @@ def test_negative_redraws_follow_the_boolean_mask_order(tiny):
 
 @pytest.mark.parametrize("method,extra", [("fedmf", {}), ("colr", {}), ("scolr", {}), ("svd", {}),
                                           ("topk", {"topk_ratio": 0.25}), ("colr", {"aggregation": "weighted"}),
-                                          ("fedmf", {"up_bits": 3, "quant_bucket": 16})])
+                                          ("fedmf", {"up_bits": 3, "quant_bucket": 16}),
+                                          ("colr", {"up_bits": 4, "quant_bucket": 16}),
+                                          ("scolr", {"up_bits": 4, "aggregation": "weighted"})])
 def test_row_layout_gives_the_dense_layouts_numbers(tiny, method, extra):
     """The engine (fused trainer, row layout) against the dense layout with the batched trainer: the same
     table to float rounding (training and the client sum add in another order), the same ledger, round

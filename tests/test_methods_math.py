@@ -221,6 +221,40 @@ def test_a_payload_held_by_rows_quantizes_as_its_whole_table(layout, block, monk
     assert got[0][4].eq(0).all() and got[0].ne(0).any()
 
 
+@pytest.mark.parametrize("method", ["fedmf", "colr", "scolr"])
+def test_a_quantized_uplink_read_back_onto_the_touched_rows_is_its_dense_decode(method):
+    """The server reads a quantized FedMF / CoLR / SCoLR uplink back onto the rows the clients touched: the same
+    floats as its dense decode there, zero elsewhere; over a noisy link (zeros can move) it decodes densely."""
+    from labcore.config import RunConfig
+    from labcore.fed.local_train import LocalResult
+    from labcore.fed.mods import quantize_wires
+    from labcore.methods import make_method
+
+    M, N = 6, 9
+    cfg = RunConfig(method=method, dim=5, rank=3, scolr_min_rank=1)
+    m = make_method(cfg, N)
+    setup = m.setup_round(0, M, torch.Generator().manual_seed(1))
+    k = cfg.dim if method == "fedmf" else cfg.rank
+    touched = torch.rand(M, N, generator=torch.Generator().manual_seed(2)) < 0.4
+    touched[3] = False  # a client with no rows
+    X = torch.randn(M, N, k, generator=torch.Generator().manual_seed(3)) * touched[..., None]
+    rows = RowUpdate.from_dense(X, touched)
+    up = m.uplink(LocalResult(torch.zeros(M, cfg.dim), None, None, 0.0, 0, rows), setup)
+    for budget, by_rows in ((0, True), (1, False)):  # 15 levels over a link that carries 2 exactly: zeros move
+        _, recv = quantize_wires(up, 4, 7, torch.Generator().manual_seed(4), budget)
+        wires = {w.name: w for w in recv}
+        dense = m.decode_uplink(wires, setup)
+        got = m.decode_uplink(wires, setup, rows.with_values(torch.zeros(rows.values.shape[0], 0)))
+        assert isinstance(got, RowUpdate) == by_rows
+        if by_rows:
+            assert torch.equal(got.dense(), dense * touched[..., None])
+            assert dense[~touched].eq(0).all() and got.values.ne(0).any()
+        else:
+            assert torch.equal(got, dense) and dense[~touched].ne(0).any()
+    with pytest.raises(ValueError, match=r"of shape \(1, 45\) cannot hold 6 clients' tables of 9 x 5 values"):
+        recv[0].with_data(torch.zeros(1, 45)).onto_rows(rows, 5, "item")
+
+
 def test_unpacking_codes_too_short_for_their_count_is_refused():
     packed = pack_codes(np.array([[3, 1, 0]]), np.array([[True, False, True]]), 3)  # 12 bits: 2 bytes
     assert unpack_codes(packed, 3, 3)[0].tolist() == [[3, 1, 0]]

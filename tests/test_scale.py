@@ -105,27 +105,29 @@ def test_flower_records_carry_the_ledgers_bytes(name):
     assert array_payload(rec) == b["bytes_down_client"] - down_framing
 
 
-def test_the_flower_server_decodes_topk_onto_the_item_masks_rows(monkeypatch):
-    """As the engine's server: each client's k values written at the rows its item mask names, aggregated by rows
-    (no clients x items table), equal to the dense decode's aggregate to float rounding."""
+@pytest.mark.parametrize("name", ["topk", "fedmf", "colr-quantized"])
+def test_the_flower_server_decodes_onto_the_item_masks_rows(name, monkeypatch):
+    """As the engine's server: each client's values (Top-K's k values, FedMF's update, CoLR's dequantized A) read
+    onto the rows its item mask names, aggregated by rows (no clients x items sum), equal to the dense decode's
+    aggregate to float rounding."""
     from labcore.fed.aggregate import item_mean, rows_item_mean
     from labcore.fed.local_train import RowUpdate
-    from labcore.methods.topk import TopKCompression
 
-    server, setup, sent, info, n_pos = _nodes_uplink(_cfg("topk", aggregation="item_mean"))
+    cfg = _cfg(name, aggregation="item_mean")
+    server, setup, sent, info, n_pos = _nodes_uplink(cfg)
     kinds = []
-    decode_uplink = TopKCompression.decode_uplink
-    monkeypatch.setattr(TopKCompression, "decode_uplink",
-                        lambda self, *a: kinds.append(type(out := decode_uplink(self, *a))) or out)
+    method = type(server.method)
+    decode_uplink = method.decode_uplink
+    monkeypatch.setattr(method, "decode_uplink", lambda self, *a: kinds.append(type(out := decode_uplink(self, *a))) or out)
     server.finish(0, setup, sent, info, n_pos)
     assert kinds == [RowUpdate]
-    recv = F.received_wires(sent, 0, 0, info)
+    recv = F.received_wires(sent, cfg.up_bits, cfg.quant_bucket, info)
     mask = recv.pop("item_mask").data.numpy()
     touched = np.unpackbits(mask, axis=1, bitorder="little")[:, : server.n_items].astype(bool)
     rows = decode_uplink(server.method, recv, setup, F.mask_rows(touched))
     assert np.array_equal(rows.indptr, np.concatenate([[0], np.cumsum(touched.sum(1))]))
     dense = decode_uplink(server.method, recv, setup)
-    assert torch.equal(rows.dense(), dense)
+    assert torch.equal(rows.dense(), dense) and rows.values.ne(0).any()
     torch.testing.assert_close(rows_item_mean(rows), item_mean(dense, torch.from_numpy(touched)), atol=1e-7, rtol=1e-6)
 
 
@@ -138,7 +140,7 @@ def _assert_same_numbers(eng, table):
     assert table["bytes_down"].tolist() == eng.table["bytes_down"].tolist()
 
 
-# Top-K too: its server decodes each client's k values onto the rows the item mask names (the engine's rows path)
+# the server decodes each client's values onto the rows the item mask names (the engine's rows path)
 @pytest.mark.parametrize("name", ["fedmf", "colr", "topk"])
 def test_flower_simulation_gives_the_engines_numbers(name, tmp_path, monkeypatch):
     from labcore.scale.simulate import run_flower

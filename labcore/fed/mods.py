@@ -37,7 +37,8 @@ def quantize_wires(wires: list[Wire], bits: int, bucket: int, gen: torch.Generat
         # clients at a time (no whole (M, n) float32 copy)
         levels, signs, norms = quantize_blocks(w.fill, w.shape, bits, bucket, gen)
         arrived = transmit_levels(levels, 2 ** bits - 1, link_budget, gen) if link_budget else levels
-        received.append(w.with_data(dequantize(arrived, signs, norms, bits, bucket, w.shape)))
+        received.append(w.with_data(dequantize(arrived, signs, norms, bits, bucket, w.shape),
+                                    exact_zeros=arrived is levels))
         packed = torch.from_numpy(pack_codes(levels.numpy(), signs.numpy(), bits))
         n = w.lengths if w.lengths is not None else np.full(w.shape[0], w.shape[1])
         sent.append(Wire(w.name + ".codes", "codes", packed, packed_bytes(n, bits)))

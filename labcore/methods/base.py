@@ -42,6 +42,18 @@ def fill_rows(out, indptr, item, values, n_items, factor):
                 out[m, j * n_items + i if factor else i * k + j] = values[r, j]
 
 
+@njit(cache=True)
+def gather_rows(data, indptr, item, n_items, factor, out):
+    """The inverse of `fill_rows`: out[r] = the k values of row r (client m's item item[r]) read from client m's
+    flattened table data[m], item-major or factor-major."""
+    k = out.shape[1]
+    for m in range(indptr.shape[0] - 1):
+        for r in range(indptr[m], indptr[m + 1]):
+            i = item[r]
+            for j in range(k):
+                out[r, j] = data[m, j * n_items + i if factor else i * k + j]
+
+
 @dataclass(frozen=True, eq=False)
 class RowBlock:
     """An (M, N * k) wire payload held by the rows the clients touched (every other value is zero).
@@ -72,6 +84,9 @@ class Wire:
     lengths: np.ndarray | None = None  # valid prefix per row; None = the whole row
     bits_per_value: int | None = None  # theoretical width if not the dtype's (e.g. a 1-bit mask)
     rows: RowBlock | None = None  # the same payload by touched rows
+    # a value sent as zero arrives as zero (QSGD keeps a zero at zero); False after a noisy link, which can move a
+    # zero level: then the payload cannot be read back onto the rows the clients touched
+    exact_zeros: bool = True
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -101,8 +116,22 @@ class Wire:
         r = (self.data[m] if self.data is not None else self.rows.dense(slice(m, m + 1))[0]).numpy()
         return r if self.lengths is None else r[: int(self.lengths[m])]
 
-    def with_data(self, data: torch.Tensor) -> "Wire":
-        return Wire(self.name, self.kind, data, self.lengths, self.bits_per_value)
+    def with_data(self, data: torch.Tensor, exact_zeros: bool = True) -> "Wire":
+        return Wire(self.name, self.kind, data, self.lengths, self.bits_per_value, exact_zeros=exact_zeros)
+
+    def onto_rows(self, rows: RowUpdate, width: int, layout: str) -> RowUpdate | None:
+        """The (M, N * width) payload read back onto `rows` (which must hold every nonzero of it: the rows the
+        clients touched), laid out as `layout` says; None when it cannot be (held by rows already, or a noisy
+        link moved zeros). O(rows x width): no clients x items table is summed."""
+        if self.data is None or not self.exact_zeros:
+            return None
+        if self.data.shape[0] != rows.n_clients or self.data.shape[1] < rows.n_items * width:
+            raise ValueError(f"{self.name}: a payload of shape {tuple(self.data.shape)} cannot hold {rows.n_clients} "
+                             f"clients' tables of {rows.n_items} x {width} values")  # the kernel reads unchecked
+        out = torch.empty((int(rows.indptr[-1]), width), dtype=torch.float32)
+        gather_rows(np.ascontiguousarray(self.data.to(torch.float32).numpy()), rows.indptr,
+                    np.ascontiguousarray(rows.item.numpy()), rows.n_items, layout == "factor", out.numpy())
+        return rows.with_values(out)
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,8 +188,12 @@ class FedMF:
 
     def decode_onto(self, wires: dict[str, Wire], touched: RowUpdate) -> RowUpdate | None:
         """The per-client updates on the rows the clients touched (known to the server from the item mask), for a
-        codec whose message does not travel by rows but decodes onto them (Top-K). None: decode densely."""
-        return None
+        message that does not travel by rows but decodes onto them: a quantized update (every other value arrives
+        as zero) or Top-K's. None: decode densely."""
+        w = wires.get("delta_Q")
+        if w is None or type(self).decode is not FedMF.decode or touched.received is not None:
+            return None
+        return w.onto_rows(touched, self.d, "item")
 
     def decode_uplink(self, wires: dict[str, Wire], setup: RoundSetup,
                       touched: RowUpdate | None = None) -> torch.Tensor | RowUpdate:

@@ -91,6 +91,9 @@ class CoLR(FedMF):
                       touched: RowUpdate | None = None) -> torch.Tensor | RowUpdate:
         if wires["A"].rows is not None:
             return self._decode_rows(wires["A"].rows.update, setup)
+        sent = wires["A"].onto_rows(touched, self.cfg.rank, "factor") if touched is not None else None
+        if sent is not None:  # quantized: read back onto the touched rows, each client's columns in its sent order
+            return self._decode_rows(sent, setup)
         order = setup.extra["order"]
         M = order.shape[0]
         compact = wires["A"].data.view(M, self.cfg.rank, self.n_items).transpose(1, 2)  # (M, N, r) in sent order

@@ -301,8 +301,8 @@ def _cohort_plan(cfg: RunConfig, data, sampler, clients: np.ndarray, round_idx: 
 
 # --- the server -------------------------------------------------------------------------------
 def mask_rows(touched: np.ndarray) -> RowUpdate:
-    """The rows the item mask says the clients trained, (M, N) bool -> RowUpdate (no values yet: a codec that
-    decodes onto the rows, Top-K, writes them), so that the server sums rows, not clients x items tables."""
+    """The rows the item mask says the clients trained, (M, N) bool -> RowUpdate (no values yet: the method's decode
+    reads each client's values onto them), so that the server sums rows, not clients x items tables."""
     client, item = np.nonzero(touched)  # row-major: by client, then item
     indptr = np.concatenate([[0], np.cumsum(np.bincount(client, minlength=touched.shape[0]))]).astype(np.int64)
     return RowUpdate.from_offsets(touched.shape[0], touched.shape[1], indptr, torch.from_numpy(item),
@@ -339,7 +339,7 @@ class ServerRound:
             rows = mask_rows(touched.numpy())
         else:
             touched = torch.zeros(m, self.n_items, dtype=torch.bool)
-        decoded = self.method.decode_uplink(recv, setup, rows)  # Top-K onto the rows: as the engine's server
+        decoded = self.method.decode_uplink(recv, setup, rows)  # onto the mask's rows: as the engine's server
         agg = aggregate(decoded, cfg.aggregation, fedavg_weights(torch.from_numpy(n_pos)), touched,
                         getattr(self.method, "layout", "item"))
         down = self.method.downlink(agg, setup)
