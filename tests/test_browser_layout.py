@@ -2,7 +2,8 @@
 panel title, axis title or tick label on top of another, and none cut by the chart's edge. (A legend placed at a
 fraction of the plot's height under it met slanted tick labels; long panel titles ran into each other; a note above the
 panels covered their titles; at 1024 px the chart's edge cut the longest titles, which `labcore.app.charts.chart` now
-wraps to the chart's column.) The pages' expanders are opened, so the stored cards' charts in them are checked too.
+wraps to the chart's column.) At 1024 px each plot also keeps room beside its legend and under its title, legend and
+bar names. The pages' expanders are opened, so the stored cards' charts in them are checked too.
 
 Part of the classroom command (`-m classroom`): a page load each, about four and a half minutes in all.
 """
@@ -54,6 +55,30 @@ OVERLAPS = """(clipped) => {
 }"""
 
 
+# Each chart's plot area as drawn: the union of its panels and the height of its shortest one. At 1024 px a legend
+# beside the plot left it 64 px of a 274 px chart, and legends under the plot or turned bar names left 97 px of height.
+PLOT_AREAS = """() => {
+  const out = [];
+  document.querySelectorAll('.js-plotly-plot').forEach((plot, n) => {
+    const name = (plot.querySelector('.g-gtitle text') || {}).textContent || `chart ${n}`;
+    const svg = plot.querySelector('.main-svg').getBoundingClientRect();
+    const panels = [...plot.querySelectorAll('g.draglayer rect.nsewdrag')].map(r => r.getBoundingClientRect());
+    if (!panels.length || svg.width === 0) return;  // a table drawn by plotly, or a chart in a closed tab
+    const width = Math.max(...panels.map(r => r.right)) - Math.min(...panels.map(r => r.left));
+    out.push({name, width: svg.width, plot_width: width, shortest: Math.min(...panels.map(r => r.height))});
+  });
+  return out;
+}"""
+MIN_PLOT_SHARE = 0.45  # of the chart's width
+MIN_PANEL_PX = 180
+
+
+def _cramped(pg) -> list[str]:
+    return [f"{c['name']}: plot {c['plot_width']:.0f} px of {c['width']:.0f} wide, shortest panel {c['shortest']:.0f} px"
+            for c in pg.evaluate(PLOT_AREAS)
+            if c["plot_width"] < MIN_PLOT_SHARE * c["width"] or c["shortest"] < MIN_PANEL_PX]
+
+
 def _pages() -> list:
     from labcore.app.pages import CORE_PAGES, pages
 
@@ -69,7 +94,8 @@ def _lasting(pg, clipped: bool) -> list[str]:
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("name", _pages())
 def test_no_label_of_a_chart_covers_another_at_a_projectors_width(server, browser, name):  # noqa: F811
-    """At a projector's 1024 px and at a laptop's 1280 px nothing overlaps and no text is cut by the chart's edge."""
+    """At a projector's 1024 px and at a laptop's 1280 px nothing overlaps and no text is cut by the chart's edge; at
+    1024 px every plot keeps room (`fit_plot_area`): MIN_PLOT_SHARE of its chart's width, MIN_PANEL_PX of height."""
     pg = _new_page(browser, 1024, 2400)
     try:
         pg.goto(server + PATHS.get(name, "/" + name))
@@ -79,7 +105,7 @@ def test_no_label_of_a_chart_covers_another_at_a_projectors_width(server, browse
         _open_all_expanders(pg)
         time.sleep(2)  # the charts in them draw, and redraw once at their column's width
         _idle(pg, timeout=240)
-        at_1024 = _lasting(pg, clipped=True)
+        at_1024 = _lasting(pg, clipped=True) + _cramped(pg)
         pg.set_viewport_size({"width": 1280, "height": 2400})
         time.sleep(2)  # the charts redraw at their columns' new width
         at_1280 = _lasting(pg, clipped=True)

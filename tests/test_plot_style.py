@@ -77,3 +77,60 @@ def test_a_title_a_plot_wrapped_itself_is_drawn_as_it_is_on_a_full_width_chart()
     title = wrapped("Table 4: Recall@10 per client and imbalance (best - worst) / worst")
     assert title == "Table 4: Recall@10 per client and<br>imbalance (best - worst) / worst"
     assert fit_title(_fig(title)).layout.title.text == title  # not three lines with a short one in the middle
+
+
+# --- the plot area (fit_plot_area) -------------------------------------------------------------------------------
+from plotly.subplots import make_subplots  # noqa: E402
+
+from labcore.plot_style import LEGEND_BELOW, MAX_HEIGHT_PX, MIN_PLOT_HEIGHT_PX, _slanted_labels_px, fit_plot_area  # noqa: E402
+
+
+def _lines(*names, **layout):
+    return go.Figure([go.Scatter(x=[0, 1], y=[0, 1], name=n) for n in names], layout=layout)
+
+
+def test_a_chart_with_room_for_its_plot_is_the_same_figure():
+    fig = _lines("FedMF", "CoLR@4", height=450, margin=dict(t=60, b=60))
+    assert fit_plot_area(fig, 564) is fig
+    hidden = _lines("a long name " * 4, "another long name " * 3, height=450, showlegend=False)
+    assert fit_plot_area(hidden, 282) is hidden  # no legend drawn: nothing to move
+
+
+def test_a_legend_beside_a_narrow_plot_goes_under_it_and_the_chart_grows_for_it():
+    names = [f"up {b}, down {b} bits: Theorem 1 bound" for b in (4, 8, 16)]
+    fig = _lines(*names, height=400, margin=dict(t=50, b=50, r=80))
+    fitted = fit_plot_area(fig, 282)  # a half-width chart at 1024 px: the legend would leave the plot 10 px
+    assert fitted.layout.legend.orientation == LEGEND_BELOW["orientation"] and fitted.layout.margin.r == 20
+    assert fitted.layout.height > 400 and fig.layout.legend.orientation is None  # the given figure untouched
+    assert fit_plot_area(fig, 1400) is fig  # at a wide screen the legend leaves the plot most of the chart
+
+
+def test_the_shortest_row_of_panels_gets_the_minimum_height_and_no_chart_outgrows_a_projector():
+    two = make_subplots(rows=2, cols=1)
+    two.update_layout(height=450, margin=dict(t=40, b=60), showlegend=False)
+    fitted = fit_plot_area(two, 564)
+    row = min(a.domain[1] - a.domain[0] for a in (fitted.layout.yaxis, fitted.layout.yaxis2))
+    assert (fitted.layout.height - 40 - 60) * row >= MIN_PLOT_HEIGHT_PX - 1
+    five = make_subplots(rows=5, cols=1)
+    five.update_layout(height=450, showlegend=False)
+    assert fit_plot_area(five, 564).layout.height == MAX_HEIGHT_PX
+
+
+def test_upright_category_labels_are_counted_under_the_plot():
+    names = [f"STTFedRec-CLSM/ring32 ({k})" for k in range(6)]
+    short = go.Figure(go.Bar(x=[str(k) for k in range(6)], y=[1] * 6), layout=dict(height=420, margin=dict(t=60, b=10)))
+    long = go.Figure(go.Bar(x=names, y=[1] * 6), layout=dict(height=420, margin=dict(t=60, b=10)))
+    assert fit_plot_area(short, 564) is short
+    assert fit_plot_area(long, 564).layout.height > 420
+
+
+def test_numbers_kept_as_a_typed_array_are_not_taken_for_bar_names():
+    import numpy as np
+    import plotly.io as pio
+
+    # a figure read back from its JSON keeps numeric arrays base64-encoded: x is {"dtype": ..., "bdata": ...}
+    fig = pio.from_json(go.Figure(go.Scatter(x=np.arange(50.0), y=np.arange(50.0))).to_json())
+    fig.update_layout(height=420, margin=dict(t=60, b=10))
+    assert isinstance(fig.data[0].x, dict)
+    assert fit_plot_area(fig, 282) is fig
+    assert _slanted_labels_px(fig, 40) == 0  # however narrow: no bar names ("dtype", "bdata") to turn

@@ -7,7 +7,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from labcore.plot_style import TITLE_CHARS, fit_title
+from labcore.plot_style import FULL_WIDTH_PX, TITLE_CHARS, fit_plot_area, fit_title
 
 CONFIG = {"displaylogo": False}
 
@@ -16,5 +16,6 @@ def chart(fig: go.Figure, key: str | None = None, where=None, share: float = 1.0
     """Draw `fig` in `where` (the page, or a column or container of it) taking `share` of the page's width."""
     if not 0 < share <= 1:
         raise ValueError(f"share={share!r} is invalid: allowed values are in (0, 1], the share of the page's width")
-    (where or st).plotly_chart(fit_title(fig, max(16, round(TITLE_CHARS * share))), key=key,
+    fig = fit_plot_area(fit_title(fig, max(16, round(TITLE_CHARS * share))), FULL_WIDTH_PX * share)
+    (where or st).plotly_chart(fig, key=key,
                                config=config or CONFIG, theme=None)
