@@ -13,7 +13,6 @@ is timed at its second call (the first loads the kernel). On a shared machine tr
 from __future__ import annotations
 
 import argparse
-import time
 
 import torch
 
@@ -21,16 +20,7 @@ import labcore
 from labcore.fed import engine as E
 from labcore.fed.aggregate import aggregate
 from labcore.fed.engine import Simulation, load_data, use_threads
-
-
-def timed(fn, repeat: int = 1):
-    """fn's result and its best time of `repeat` calls."""
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return out, best
+from topk_rows import timed  # best of `repeat` calls (this folder is on the path of a script run from it)
 
 
 def main(argv=None) -> None:
