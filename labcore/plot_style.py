@@ -150,11 +150,12 @@ def fit_plot_area(fig: go.Figure, width_px: float = FULL_WIDTH_PX) -> go.Figure:
     height = fig.layout.height or 450
     top = margin.t if margin.t is not None else 100
     under = max(margin.b if margin.b is not None else 80, 60)  # at least the x axis's numbers and title
-    under += _slanted_labels_px(fig, width_px - left - right)
+    layout = fig.layout.to_plotly_json()  # the axes' domains, read once
+    under += _slanted_labels_px(fig, width_px - left - right, layout)
     if below:  # plotly wraps a legend under the plot at the plot's width
         under += _height_below(entries, font, width_px - left - (min(right, 20) if move else right))
     # the plot area is shared by rows of panels: the shortest row's share of it must still be MIN_PLOT_HEIGHT_PX
-    need = MIN_PLOT_HEIGHT_PX / _smallest_row(fig)
+    need = MIN_PLOT_HEIGHT_PX / _smallest_row(layout)
     grow = max(0, min(round(need - (height - top - under)), MAX_HEIGHT_PX - height))
     if not move and not grow:
         return fig
@@ -166,12 +167,12 @@ def fit_plot_area(fig: go.Figure, width_px: float = FULL_WIDTH_PX) -> go.Figure:
     return fig
 
 
-def _slanted_labels_px(fig: go.Figure, plot_px: float) -> float:
+def _slanted_labels_px(fig: go.Figure, plot_px: float, layout: dict | None = None) -> float:
     """How much taller than one line the x axis's category labels stand when plotly turns them (it does when they
     do not fit side by side: by 30 degrees where the slanted lines keep apart, else upright). Long bar names in a
     narrow panel stood 140 px tall and left the plot 128 px."""
     font = 15.0  # the template's tick font
-    layout, extra = fig.layout.to_plotly_json(), 0.0
+    layout, extra = layout if layout is not None else fig.layout.to_plotly_json(), 0.0
     labels: dict[str, set] = {}
     for t in fig.data:
         x = getattr(t, "x", None)  # a tuple or an array; numbers from JSON may stay a typed array (a dict: bdata)
@@ -186,9 +187,9 @@ def _slanted_labels_px(fig: go.Figure, plot_px: float) -> float:
     return extra
 
 
-def _smallest_row(fig: go.Figure) -> float:
+def _smallest_row(layout: dict) -> float:
     """The smallest share of the plot area's height a row of panels has (1 for a single plot; y axes laid over
     another share its row)."""
-    shares = [d[1] - d[0] for name, ax in fig.layout.to_plotly_json().items()
+    shares = [d[1] - d[0] for name, ax in layout.items()
               if name.startswith("yaxis") and not ax.get("overlaying") for d in [ax.get("domain", (0.0, 1.0))]]
     return max(min(shares, default=1.0), 0.1)
