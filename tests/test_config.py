@@ -65,6 +65,19 @@ def test_a_quantized_uplinks_key_changed_with_its_summation_order_and_nothing_el
     assert RunConfig(method="colr", down_bits=8).key() == "3d6092e3026d8d13"  # a quantized downlink alone
 
 
+def test_a_quantized_uplink_drawn_by_rows_has_a_key_of_its_own_and_nothing_else_does():
+    # Keys of the code that drew a number per value of each client's whole table (computed with it): FedMF, CoLR and
+    # SCoLR over a noiseless link now draw per held value, so their cached results must not be served; Top-K, SVD and
+    # a noisy link draw as before and keep their keys.
+    assert RunConfig(method="colr", up_bits=8).key() != "ea5304068fd1ddad"
+    assert RunConfig(method="fedmf", up_bits=4, down_bits=8).key() != "bbce5d01f850a585"
+    assert RunConfig(method="scolr", up_bits=4).key() != "634b1e8f9ab3d74f"
+    assert RunConfig(method="colr", up_bits=8, up_link_budget=8).key() != "040cac6f49f28833"  # within the budget
+    assert RunConfig(method="topk", up_bits=8).key() == "972d70b0b7a55032"
+    assert RunConfig(method="svd", up_bits=4).key() == "b2371ce3573b4fe3"
+    assert RunConfig(method="colr", up_bits=8, up_link_budget=2).key() == "3333cf9cb3593942"  # a noisy link
+
+
 def test_data_skew_is_in_the_key_and_the_link_and_only_for_synthetic_data():
     skewed = RunConfig(data_skew=2.0)
     assert skewed.key() != RunConfig().key() and RunConfig(data_skew=0.0).key() != skewed.key()

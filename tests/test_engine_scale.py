@@ -287,6 +287,18 @@ def test_full_participation_estimate_of_the_row_layout_is_far_below_the_dense_on
     assert rows < dense
 
 
+def test_a_quantized_row_uplinks_estimate_is_its_packed_codes_not_float64_tables(tiny):
+    """FedMF / CoLR quantized by their held rows: the estimate holds each client's packed codes (the message)
+    and row-sized buffers, not the float64 copies of whole tables that a noisy link's quantizer still makes."""
+    cfg = RunConfig(method="fedmf", clients_per_round=30, dim=64, up_bits=4)
+    M, N, d = 30, tiny.n_items, 64
+    codes = estimate_memory(cfg, tiny)["packed codes of the quantized uplink"]
+    noisy = estimate_memory(cfg.replace(up_link_budget=1), tiny)
+    assert noisy["quantizer of the uplink (float64 copies of the payload)"] == 4 * M * N * d * 8
+    assert M * N * d * 5 // 8 < codes < M * N * d * 8 * 2  # the 5-bit codes; half the noisy link's float64 copies
+    assert "packed codes of the quantized uplink" not in noisy
+
+
 def test_topk_is_decoded_onto_the_touched_rows_even_where_a_noisy_link_moves_padding_off_them(tiny, monkeypatch):
     """The server writes each client's k values at its touched rows (no clients x items table), quantized or
     not (QSGD keeps a zero at zero); over a link whose noise moves zeros of a short client's padding off its

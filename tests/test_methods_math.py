@@ -223,7 +223,8 @@ def test_a_payload_held_by_rows_quantizes_as_its_whole_table(layout, block, monk
 
 @pytest.mark.parametrize("method", ["fedmf", "colr", "scolr"])
 def test_a_quantized_uplink_read_back_onto_the_touched_rows_is_its_dense_decode(method):
-    """The server reads a quantized FedMF / CoLR / SCoLR uplink back onto the rows the clients touched: the same
+    """The server reads a quantized FedMF / CoLR / SCoLR uplink that arrives as whole payloads back onto the rows
+    the clients touched: the same
     floats as its dense decode there, zero elsewhere; over a noisy link (zeros can move) it decodes densely."""
     from labcore.config import RunConfig
     from labcore.fed.local_train import LocalResult
@@ -240,6 +241,8 @@ def test_a_quantized_uplink_read_back_onto_the_touched_rows_is_its_dense_decode(
     X = torch.randn(M, N, k, generator=torch.Generator().manual_seed(3)) * touched[..., None]
     rows = RowUpdate.from_dense(X, touched)
     up = m.uplink(LocalResult(torch.zeros(M, cfg.dim), None, None, 0.0, 0, rows), setup)
+    # as the Flower server (or the dense layout) receives them: each client's whole payload, not its rows
+    up = [w.with_data(w.dense()) if w.rows is not None else w for w in up]
     for budget, by_rows in ((0, True), (1, False)):  # 15 levels over a link that carries 2 exactly: zeros move
         _, recv = quantize_wires(up, 4, 7, torch.Generator().manual_seed(4), budget)
         wires = {w.name: w for w in recv}
@@ -253,6 +256,50 @@ def test_a_quantized_uplink_read_back_onto_the_touched_rows_is_its_dense_decode(
             assert torch.equal(got, dense) and dense[~touched].ne(0).any()
     with pytest.raises(ValueError, match=r"of shape \(1, 45\) cannot hold 6 clients' tables of 9 x 5 values"):
         recv[0].with_data(torch.zeros(1, 45)).onto_rows(rows, 5, "item")
+
+
+@pytest.mark.parametrize("layout", ["item", "factor"])
+def test_quantizing_by_rows_is_the_dense_quantizer_with_a_draw_per_held_value(layout, monkeypatch):
+    """`quantize_rows` gives the packed bytes, norms and received values of the dense QSGD passes over each
+    client's whole payload, given the same draws at the held values' positions (any draws elsewhere: a zero gets
+    level 0); blocks of draws (a memory bound) change nothing."""
+    from labcore.methods.base import RowBlock, fill_rows
+    from labcore.methods.quantize import quantize_rows
+    from labcore.methods.quantize_kernels import qsgd_levels, qsgd_rows_norms
+
+    M, N, k, bits, bucket = 5, 11, 3, 3, 7
+    touched = torch.rand(M, N, generator=torch.Generator().manual_seed(1)) < 0.5
+    touched[2] = False  # a client with no rows
+    X = torch.randn(M, N, k, generator=torch.Generator().manual_seed(2)) * touched[..., None]
+    X[0, int(touched[0].nonzero()[0]), 1] = 0.0  # a held zero
+    X[1, int(touched[1].nonzero()[0]), 0] = -1e-9  # a negative value at level 0: its sign bit is still sent
+    rows = RowUpdate.from_dense(X, touched)
+    item, factor = rows.item.numpy(), layout == "factor"
+    packed, norms32, values = quantize_rows(rows.values, rows.indptr, item, N, factor, bits, bucket,
+                                            torch.Generator().manual_seed(3))
+
+    draws = torch.rand(rows.values.shape, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    n, nb = N * k, -(-N * k // bucket)
+    u = torch.rand(M, nb * bucket, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    fill_rows(u.numpy(), rows.indptr, item, draws.numpy(), N, factor)  # held values' draws; others arbitrary
+    u[:, n:] = 0.5
+    payload = torch.zeros(M, nb * bucket, dtype=torch.float64)
+    payload[:, :n] = RowBlock(rows, layout).dense().double()
+    norms = np.zeros((M, nb))
+    qsgd_rows_norms(rows.values.numpy(), rows.indptr, item, N, factor, np.arange(n) // bucket, norms)
+    np.testing.assert_allclose(norms, payload.view(M, nb, bucket).norm(dim=-1).numpy(), rtol=1e-15)
+    assert np.array_equal(norms32, norms.astype(np.float32))
+    levels, signs = np.empty((M, n), np.int64), np.empty((M, n), np.bool_)
+    qsgd_levels(payload.view(M, nb, bucket).numpy(), norms, u.view(M, nb, bucket).numpy(), float(2**bits - 1),
+                levels, signs)
+    assert np.array_equal(packed, pack_codes(levels, signs, bits))
+    assert signs.sum() > (X < 0).sum() / 2 and levels.max() > 0  # the case exercises signs and levels
+    received = dequantize(torch.from_numpy(levels), torch.from_numpy(signs), norms32, bits, bucket, (M, n))
+    assert torch.equal(RowBlock(rows.with_values(values), layout).dense(), received)
+
+    monkeypatch.setattr(quantize_module, "BLOCK_VALUES", 2 * k)  # blocks of one client, buffers grown
+    again = quantize_rows(rows.values, rows.indptr, item, N, factor, bits, bucket, torch.Generator().manual_seed(3))
+    assert np.array_equal(again[0], packed) and torch.equal(again[2], values)
 
 
 def test_unpacking_codes_too_short_for_their_count_is_refused():

@@ -29,6 +29,7 @@ from ..data.base import InteractionData
 from ..methods import make_method
 from ..methods.base import Wire
 from ..methods.compress import topk_count
+from ..methods.quantize import BLOCK_VALUES, packed_bytes
 from ..metrics import effective_rank_stats, hit_ratio_ndcg
 from ..net.channel import exceeds
 from ..net.ledger import Ledger
@@ -136,8 +137,8 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
 
     An upper estimate from the shapes the round builds: the schedule and per-slot tensors of local training,
     the touched rows (update, row index, the client sum's run tables), and clients x items x width tables
-    where a layout or codec still needs them (the dense layout; quantization and encryption work on each
-    client's whole payload).
+    where a layout or codec still needs them (the dense layout; encryption, and quantization over a noisy link or
+    of a payload not held by rows, work on each client's whole payload).
     """
     M, N, d = cfg.clients_per_round, data.n_items, cfg.dim
     width = cfg.rank if cfg.method in ("colr", "scolr") else d
@@ -171,7 +172,11 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
         # and new variates of the cohort, and c with the round's dense sums
         kept = int(np.minimum(data.train_counts().astype(np.int64) * (1 + cfg.num_negatives), N).sum())
         est["SCAFFOLD's control variates"] = kept * (d * 4 + 4) + 3 * rows * (d * 4 + 8) + 4 * N * d * 4
-    if cfg.up_bits:  # QSGD rounds every value of each client's payload: Top-K's k values, else its whole table
+    if cfg.quantized_by_rows():  # drawn for and dequantized by the held rows; the packed codes span whole tables
+        est["packed codes of the quantized uplink"] = (M * int(packed_bytes(N * width, cfg.up_bits)) + rows * width * 4
+                                                       + min(BLOCK_VALUES, rows * width) * 8
+                                                       + M * -(-N * width // cfg.quant_bucket) * 12)
+    elif cfg.up_bits:  # QSGD rounds every value of each client's payload: Top-K's k values, else its whole table
         # (by rows or not; for SVD that bound also holds its dense decode)
         payload = topk_count(N * d, cfg.topk_ratio) if cfg.method == "topk" else N * width
         est["quantizer of the uplink (float64 copies of the payload)"] = 4 * M * payload * 8
@@ -195,7 +200,7 @@ def check_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows") ->
         f"method={cfg.method!r} on {data.name}: one round needs about {need / 2**30:.1f} GiB of memory (largest: "
         f"{biggest}, {est[biggest] / 2**30:.1f} GiB) and {limit / 2**30:.1f} GiB are available; lower "
         f"clients_per_round or {width_field}"
-        + (", or use a method that sends rows (fedmf, colr, scolr) without quantization or encryption" if dense else "")
+        + (", or use a method that sends rows (fedmf, colr, scolr) without encryption or a noisy link" if dense else "")
         + f" (${MEMORY_ENV} sets the limit)")
 
 
@@ -327,6 +332,11 @@ class Simulation:
                 self._workspace.release(*SAMPLE_ARRAYS)
         if self.layout == "rows" and local.rows is None:  # a dense trainer (the loop oracle): keep its rows
             local = LocalResult(local.p, None, None, local.loss_sum, local.n_samples, local.row_update())
+        elif local.rows is None and cfg.quantized_by_rows():
+            # QSGD draws one number per value a client holds (`quantize_rows`): the dense layout hands its quantizer
+            # the same rows, so that both layouts still give the same numbers
+            local = LocalResult(local.p, local.update, local.touched, local.loss_sum, local.n_samples,
+                                local.row_update())
 
         he = None
         if self.variates is not None:  # SCAFFOLD: y_i - x and c_i+ - c_i, both dense; c updated at the server

@@ -11,15 +11,18 @@ import numpy as np
 import torch
 from numba import njit
 
-from ..methods.base import FLOAT_KINDS, Wire
-from ..methods.quantize import dequantize, pack_codes, packed_bytes, quantize_blocks
-from ..net.channel import transmit_levels
+from ..methods.base import FLOAT_KINDS, RowBlock, Wire
+from ..methods.quantize import dequantize, pack_codes, packed_bytes, quantize_blocks, quantize_rows
+from ..net.channel import exceeds, transmit_levels
 from .local_train import RowUpdate
 
 
 def quantize_wires(wires: list[Wire], bits: int, bucket: int, gen: torch.Generator,
                    link_budget: int = 0) -> tuple[list[Wire], list[Wire]]:
     """QSGD on every float part: send packed codes + per-bucket norms; the receiver gets the dequantized values.
+
+    A payload held by the rows the clients touched (FedMF, CoLR, SCoLR) is drawn for, coded and received by those
+    rows (`quantize_by_rows`), unless the link is noisy (it can move a zero off the rows).
 
     `link_budget` (log2 K, 0 = no limit): the channel of `labcore.net.channel` (Eq. 6 of the wireless topic)
     carries levels beyond K with noise, so the receiver decodes what the channel delivered; what is sent and
@@ -33,17 +36,35 @@ def quantize_wires(wires: list[Wire], bits: int, bucket: int, gen: torch.Generat
             sent.append(w)
             received.append(w)
             continue
-        # the quantizer draws a random number per value of the (M, n) payload; one held by rows is read a block of
-        # clients at a time (no whole (M, n) float32 copy)
-        levels, signs, norms = quantize_blocks(w.fill, w.shape, bits, bucket, gen)
-        arrived = transmit_levels(levels, 2 ** bits - 1, link_budget, gen) if link_budget else levels
-        received.append(w.with_data(dequantize(arrived, signs, norms, bits, bucket, w.shape),
-                                    exact_zeros=arrived is levels))
-        packed = torch.from_numpy(pack_codes(levels.numpy(), signs.numpy(), bits))
+        by_rows = w.rows is not None and not exceeds(2**bits - 1, link_budget)
+        packed, norms, arrived = (quantize_by_rows(w, bits, bucket, gen) if by_rows
+                                  else quantize_whole(w, bits, bucket, gen, link_budget))
+        received.append(arrived)
         n = w.lengths if w.lengths is not None else np.full(w.shape[0], w.shape[1])
         sent.append(Wire(w.name + ".codes", "codes", packed, packed_bytes(n, bits)))
         sent.append(Wire(w.name + ".scales", "scales", norms, -(-n // bucket) if w.lengths is not None else None))
     return sent, received
+
+
+def quantize_by_rows(w: Wire, bits: int, bucket: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, Wire]:
+    """A part held by rows: one draw per held value (`quantize_rows`); received by the same rows. Returns the packed
+    codes, the norms and the received part."""
+    u = w.rows.update
+    packed, norms, values = quantize_rows(u.values, u.indptr, np.ascontiguousarray(u.item.numpy()), u.n_items,
+                                          w.rows.layout == "factor", bits, bucket, gen)
+    arrived = Wire(w.name, w.kind, None, w.lengths, w.bits_per_value,
+                   rows=RowBlock(u.with_values(values), w.rows.layout))
+    return torch.from_numpy(packed), norms, arrived
+
+
+def quantize_whole(w: Wire, bits: int, bucket: int, gen: torch.Generator,
+                   link_budget: int = 0) -> tuple[torch.Tensor, torch.Tensor, Wire]:
+    """Any part: one draw per value of the (M, n) payload (one held by rows is read a block of clients at a time, no
+    whole (M, n) float32 copy), through the link; received as the (M, n) dequantized table."""
+    levels, signs, norms = quantize_blocks(w.fill, w.shape, bits, bucket, gen)
+    arrived = transmit_levels(levels, 2 ** bits - 1, link_budget, gen) if link_budget else levels
+    received = w.with_data(dequantize(arrived, signs, norms, bits, bucket, w.shape), exact_zeros=arrived is levels)
+    return torch.from_numpy(pack_codes(levels.numpy(), signs.numpy(), bits)), norms, received
 
 
 @njit(cache=True)

@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .quantize_kernels import pack_fixed, qsgd_levels, qsgd_values, unpack_fixed
+from .quantize_kernels import pack_fixed, qsgd_levels, qsgd_rows, qsgd_rows_norms, qsgd_values, unpack_fixed
 
 
 def stochastic_round(ratio: torch.Tensor, gen: torch.Generator, in_place: bool = False) -> torch.Tensor:
@@ -72,6 +72,45 @@ def quantize_blocks(fill: Callable[[int, int, torch.Tensor], object], shape: tup
         qsgd_levels(block.numpy(), norms[a:a + c].numpy(), u[:c].numpy(), float(2**bits - 1),
                     levels[a:a + c].numpy(), signs[a:a + c].numpy())
     return levels, signs, norms.to(torch.float32)
+
+
+def quantize_rows(values: torch.Tensor, indptr: np.ndarray, item: np.ndarray, n_items: int, factor: bool, bits: int,
+                  bucket: int, gen: torch.Generator) -> tuple[np.ndarray, torch.Tensor, torch.Tensor]:
+    """QSGD of an (M, n_items k) payload held by its rows: client m's rows indptr[m]:indptr[m + 1] of `values`
+    (R, k) at items `item`, flattened item-major (value (i, j) at i k + j) or factor-major (`factor`: j n_items + i),
+    every other value zero. Returns the packed codes (M, ceil(n (bits + 1) / 8)) uint8 (`pack_codes`' bytes), the
+    bucket norms (M, n_buckets) float32 as sent and the dequantized values (R, k) float32 as received.
+
+    The operator of `quantize` with one draw per held value (clients in order, each one's rows, then columns) instead
+    of one per payload value: an unheld value is zero, and a zero gets level 0 whatever its draw. So the draws, the
+    rounding, the packing and the dequantization cost the rows, not clients x items."""
+    if not 1 <= bits <= 32:
+        raise ValueError(f"bits={bits} is invalid: allowed range is 1..32")
+    M, k = indptr.shape[0] - 1, values.shape[1]
+    n = n_items * k
+    nb = -(-n // bucket)
+    norms = np.zeros((M, nb))
+    vals = np.ascontiguousarray(values.detach().to(torch.float32).numpy())
+    bucket_of = (np.arange(n, dtype=np.int64) // bucket).astype(np.int32)
+    qsgd_rows_norms(vals, indptr, item, n_items, factor, bucket_of, norms)
+    norms32 = norms.astype(np.float32)
+    packed = np.zeros((M, -(-n * (bits + 1) // 8)), dtype=np.uint8)
+    out = torch.empty(vals.shape, dtype=torch.float32)
+    per_block = max(1, BLOCK_VALUES // max(k, 1))  # rows a block of draws holds (at least one client's)
+    u = torch.empty((min(per_block, vals.shape[0]), k), dtype=torch.float64)
+    a = 0
+    while a < M:
+        lo = int(indptr[a])
+        b = max(a + 1, int(np.searchsorted(indptr, lo + per_block, side="right")) - 1)
+        hi = int(indptr[b])
+        if hi - lo > u.shape[0]:  # one client holds more rows than a block
+            u = torch.empty((hi - lo, k), dtype=torch.float64)
+        draws = u[: hi - lo]
+        torch.rand(draws.shape, generator=gen, dtype=torch.float64, out=draws)
+        qsgd_rows(vals[lo:hi], indptr[a:b + 1] - lo, item[lo:hi], n_items, factor, bucket_of, draws.numpy(),
+                  float(2**bits - 1), bits + 1, norms[a:b], norms32[a:b], packed[a:b], out.numpy()[lo:hi])
+        a = b
+    return packed, torch.from_numpy(norms32), out
 
 
 def dequantize(levels: torch.Tensor, signs: torch.Tensor, norms: torch.Tensor, bits: int, bucket: int,

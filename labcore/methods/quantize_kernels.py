@@ -84,3 +84,61 @@ def unpack_fixed(packed, shift, width, values, signs):
             if shift:
                 signs[m, j] = (code & np.uint64(1)) != np.uint64(0)
             values[m, j] = np.int64(code >> np.uint64(shift))
+
+
+# --- a payload held by its touched rows ----------------------------------------------------------------------
+# FedMF's and CoLR's uplinks are each client's (N, k) table, zero except on the rows the client touched. QSGD keeps
+# a zero at zero (level 0 whatever the draw), so only the held values are drawn for, rounded, packed and
+# dequantized: O(rows x k), with no (M, N k) table of levels, signs or values.
+@njit(cache=True)
+def _flat(i, j, n_items, k, factor):
+    """The position in a client's flattened payload of value j of its item i's row (`base.fill_rows`' layouts)."""
+    return j * n_items + i if factor else i * k + j
+
+
+@njit(cache=True)
+def qsgd_rows_norms(values, indptr, item, n_items, factor, bucket_of, norms):
+    """norms (M, B) float64, zeroed: the L2 norm of each bucket of consecutive payload values, from the held values
+    (rows indptr[m]:indptr[m + 1] of client m, (R, k)); every other value is zero. bucket_of[p]: the bucket of
+    payload position p (a table, not a division per value: an integer division costs more than the rest)."""
+    k = values.shape[1]
+    for m in range(indptr.shape[0] - 1):
+        for r in range(indptr[m], indptr[m + 1]):
+            for j in range(k):
+                x = np.float64(values[r, j])
+                norms[m, bucket_of[_flat(item[r], j, n_items, k, factor)]] += x * x
+    for m in range(norms.shape[0]):
+        for q in range(norms.shape[1]):
+            norms[m, q] = np.sqrt(norms[m, q])
+
+
+@njit(cache=True)
+def qsgd_rows(values, indptr, item, n_items, factor, bucket_of, u, s, width, norms, norms32, packed, out):
+    """The held values' QSGD codes, packed into their clients' rows of `packed` (zeroed, `pack_fixed`'s layout:
+    level << 1 | sign in `width` bits at bit p width for payload position p), and their dequantized values `out`
+    (R, k) float32: `qsgd_levels`, `pack_fixed` and `qsgd_values` value by value. u (R, k): one uniform draw per
+    held value; s the top level; norms: float64 (for the levels), norms32: as sent (for the values); bucket_of as
+    for `qsgd_rows_norms`."""
+    k, row_bytes = values.shape[1], packed.shape[1]
+    span = (width + 7 + 7) // 8  # the bytes a code can touch
+    for m in range(indptr.shape[0] - 1):
+        for r in range(indptr[m], indptr[m + 1]):
+            for j in range(k):
+                p = _flat(item[r], j, n_items, k, factor)
+                q = bucket_of[p]
+                x = np.float64(values[r, j])
+                den = norms[m, q] if norms[m, q] > 0.0 else 1.0
+                ratio = (abs(x) / den) * s
+                low = np.floor(ratio)
+                lv = low + np.float64(u[r, j] < ratio - low)
+                level = np.int64(lv if lv < s else s)
+                negative = x < 0.0
+                sign = 1.0 - 2.0 * np.float64(negative)  # +-1 without a branch (signs are a coin toss)
+                out[r, j] = np.float32(((np.float64(level) / s) * sign) * np.float64(norms32[m, q]))
+                code = (np.uint64(level) << np.uint64(1)) | np.uint64(negative)
+                bit = p * width
+                code <<= np.uint64(bit & 7)  # width <= 33 and a shift below 8: fits in 64 bits
+                o = bit >> 3
+                for t in range(span):  # a fixed count of bytes (ORing zeros), but never past the row
+                    if o + t < row_bytes:
+                        packed[m, o + t] |= np.uint8((code >> np.uint64(8 * t)) & np.uint64(255))
