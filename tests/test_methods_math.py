@@ -264,7 +264,7 @@ def test_quantizing_by_rows_is_the_dense_quantizer_with_a_draw_per_held_value(la
     client's whole payload, given the same draws at the held values' positions (any draws elsewhere: a zero gets
     level 0); blocks of draws (a memory bound) change nothing."""
     from labcore.methods.base import RowBlock, fill_rows
-    from labcore.methods.quantize import quantize_rows
+    from labcore.methods.quantize import draws_for, quantize_rows
     from labcore.methods.quantize_kernels import qsgd_levels, qsgd_rows_norms
 
     M, N, k, bits, bucket = 5, 11, 3, 3, 7
@@ -278,7 +278,7 @@ def test_quantizing_by_rows_is_the_dense_quantizer_with_a_draw_per_held_value(la
     packed, norms32, values = quantize_rows(rows.values, rows.indptr, item, N, factor, bits, bucket,
                                             torch.Generator().manual_seed(3))
 
-    draws = torch.rand(rows.values.shape, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    draws = torch.from_numpy(draws_for(torch.Generator().manual_seed(3)).random(tuple(rows.values.shape)))
     n, nb = N * k, -(-N * k // bucket)
     u = torch.rand(M, nb * bucket, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
     fill_rows(u.numpy(), rows.indptr, item, draws.numpy(), N, factor)  # held values' draws; others arbitrary
