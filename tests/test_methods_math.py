@@ -224,8 +224,8 @@ def test_a_payload_held_by_rows_quantizes_as_its_whole_table(layout, block, monk
 @pytest.mark.parametrize("method", ["fedmf", "colr", "scolr"])
 def test_a_quantized_uplink_read_back_onto_the_touched_rows_is_its_dense_decode(method):
     """The server reads a quantized FedMF / CoLR / SCoLR uplink that arrives as whole payloads back onto the rows
-    the clients touched: the same
-    floats as its dense decode there, zero elsewhere; over a noisy link (zeros can move) it decodes densely."""
+    the clients touched: the same floats as its dense decode there, zero elsewhere; over a noisy link (zeros can
+    move) it decodes densely."""
     from labcore.config import RunConfig
     from labcore.fed.local_train import LocalResult
     from labcore.fed.mods import quantize_wires

@@ -11,7 +11,8 @@ form, used by the wireless topic): `quantize_levels` / `dequantize_levels`, its
 variance factor `qsgd_omega(d, k) = d / (4 k^2)` and its size by Eq. (5),
 `eq5_bits(d, k) = 32 + 2 d + d log2(k)`. Both forms round r >= 0 to floor(r) + [u < r - floor(r)], u one
 torch draw per value: `stochastic_round`, and for the bucketed form its compiled twin `qsgd_levels` (the
-bucketed form's passes are compiled in `quantize_kernels`, tested equal to their torch form).
+bucketed form's passes are compiled in `quantize_kernels`, tested equal to their torch form). A payload that is
+zero off the rows a client holds (FedMF's and CoLR's uplinks) is quantized by those rows: `quantize_rows`.
 """
 from __future__ import annotations
 
@@ -89,7 +90,7 @@ def quantize_rows(values: torch.Tensor, indptr: np.ndarray, item: np.ndarray, n_
     The operator of `quantize` with one draw per held value (clients in order, each one's rows, then columns) instead
     of one per payload value: an unheld value is zero, and a zero gets level 0 whatever its draw. So the draws, the
     rounding, the packing and the dequantization cost the rows, not clients x items. The draws are numpy's (PCG64,
-    seeded by one draw from `gen`): a third of the cost of torch's float64 draws, most of this step's time."""
+    seeded by one draw from `gen`), at a third of the cost of torch's float64 draws."""
     if not 1 <= bits <= 32:
         raise ValueError(f"bits={bits} is invalid: allowed range is 1..32")
     M, k = indptr.shape[0] - 1, values.shape[1]

