@@ -25,6 +25,7 @@ from numba import njit
 
 from ..config import RunConfig
 from ..fed.local_train import LocalResult, LowRank, RowUpdate
+from .quantize_kernels import payload_position
 
 FLOAT_KINDS = ("values", "factors")  # parts a quantizer may encode
 LAYOUTS = ("item", "factor")
@@ -39,7 +40,7 @@ def fill_rows(out, indptr, item, values, n_items, factor):
         for r in range(indptr[m], indptr[m + 1]):
             i = item[r]
             for j in range(k):
-                out[m, j * n_items + i if factor else i * k + j] = values[r, j]
+                out[m, payload_position(i, j, n_items, k, factor)] = values[r, j]
 
 
 @njit(cache=True)
@@ -51,7 +52,7 @@ def gather_rows(data, indptr, item, n_items, factor, out):
         for r in range(indptr[m], indptr[m + 1]):
             i = item[r]
             for j in range(k):
-                out[r, j] = data[m, j * n_items + i if factor else i * k + j]
+                out[r, j] = data[m, payload_position(i, j, n_items, k, factor)]
 
 
 @dataclass(frozen=True, eq=False)

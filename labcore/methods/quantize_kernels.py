@@ -91,8 +91,9 @@ def unpack_fixed(packed, shift, width, values, signs):
 # a zero at zero (level 0 whatever the draw), so only the held values are drawn for, rounded, packed and
 # dequantized: O(rows x k), with no (M, N k) table of levels, signs or values.
 @njit(cache=True)
-def _flat(i, j, n_items, k, factor):
-    """The position in a client's flattened payload of value j of its item i's row (`base.fill_rows`' layouts)."""
+def payload_position(i, j, n_items, k, factor):
+    """The position in a client's flattened (N, k) table of value j of its item i's row: item-major (i k + j) or
+    factor-major (`factor`: j N + i), the layouts of `base.RowBlock`."""
     return j * n_items + i if factor else i * k + j
 
 
@@ -106,7 +107,7 @@ def qsgd_rows_norms(values, indptr, item, n_items, factor, bucket_of, norms):
         for r in range(indptr[m], indptr[m + 1]):
             for j in range(k):
                 x = np.float64(values[r, j])
-                norms[m, bucket_of[_flat(item[r], j, n_items, k, factor)]] += x * x
+                norms[m, bucket_of[payload_position(item[r], j, n_items, k, factor)]] += x * x
     for m in range(norms.shape[0]):
         for q in range(norms.shape[1]):
             norms[m, q] = np.sqrt(norms[m, q])
@@ -124,7 +125,7 @@ def qsgd_rows(values, indptr, item, n_items, factor, bucket_of, u, s, width, nor
     for m in range(indptr.shape[0] - 1):
         for r in range(indptr[m], indptr[m + 1]):
             for j in range(k):
-                p = _flat(item[r], j, n_items, k, factor)
+                p = payload_position(item[r], j, n_items, k, factor)
                 q = bucket_of[p]
                 x = np.float64(values[r, j])
                 den = norms[m, q] if norms[m, q] > 0.0 else 1.0
