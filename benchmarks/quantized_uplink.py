@@ -4,6 +4,12 @@ against one draw per value of every client's whole table, received as a dense ta
 
     python benchmarks/quantized_uplink.py                        # ML-1M, every user a client, CoLR@4, 8 bits
     python benchmarks/quantized_uplink.py --method fedmf --clients 600 --bits 4
+    python benchmarks/quantized_uplink.py --method fedmf --clients 60 # the paper's cohort
+
+Then, for the same message, the by-rows quantizer alone three ways, the same draws, the same bytes (checked): each
+value coded and packed on its own in fresh arrays (before), an item-major row's values coded as runs (FedMF: the
+vectorized pass; CoLR's factor-major rows keep the value-by-value one), and that in a workspace kept from call to call
+as the engine's rounds keep it (no fresh pages to fault in; below `KEEP_QUANTIZED_BYTES`).
 
 One round of the engine gives the cohort's uplink (its touched rows); each way quantizes it, the server decodes it
 and aggregates it as the CoLR papers' runs do (`item_mean`). The two draw different numbers, so their aggregates
@@ -70,6 +76,37 @@ def main(argv=None) -> None:
           f"against the float32 one, relative L2 error: by rows {err['new']:.2e}, whole tables {err['old']:.2e}")
     print(f"    quantize, decode and aggregate by the touched rows (now)   {t_new:.2f} s")
     print(f"    the same from whole tables (before)                        {t_old:.2f} s   ratio {t_old / t_new:.1f}x")
+    by_rows_passes(part.rows, cfg.up_bits, cfg.quant_bucket)
+
+
+def by_rows_passes(block, bits: int, bucket: int) -> None:
+    """`quantize_rows` value by value in fresh arrays (before), by runs, and by runs in a kept workspace (now)."""
+    from labcore.fed.workspace import Workspace
+    from labcore.methods.quantize import KEEP_QUANTIZED_BYTES, quantize_rows
+
+    u, ws = block.update, Workspace()
+    args = (u.values, u.indptr, u.item.numpy(), u.n_items, block.layout == "factor", bits, bucket)
+
+    def call(runs: bool, workspace=None):
+        return lambda: quantize_rows(*args, torch.Generator().manual_seed(1), workspace, runs=runs)[0]
+
+    before, t_each = timed(call(False), 3)
+    runs, t_runs = timed(call(True), 3)
+    kept, t_kept = timed(call(True, ws), 3)
+    same = bool((before == runs).all() and (before == kept).all())
+    held = ws.nbytes("quantized_codes", "quantized_values", "quantized_draws")
+    print(f"  quantize_rows alone ({block.layout}-major rows, {u.values.numel():,} held values), the same bytes "
+          f"three ways: {same}")
+    print(f"    each value coded and packed on its own, fresh arrays (before) {t_each:.3f} s")
+    if block.layout == "factor":
+        print("    (factor-major rows are coded value by value either way; fresh arrays again:    "
+              f"{t_runs:.3f} s)")
+    else:
+        print(f"    item-major rows coded by runs, fresh arrays                    {t_runs:.3f} s   "
+              f"ratio {t_each / t_runs:.1f}x")
+    print(f"    by runs in a workspace kept from call to call (now)            {t_kept:.3f} s   "
+          f"ratio {t_each / t_kept:.1f}x"
+          + ("" if held else f"   (above KEEP_QUANTIZED_BYTES = {KEEP_QUANTIZED_BYTES / 2**20:.0f} MiB: not kept)"))
 
 
 if __name__ == "__main__":

@@ -74,21 +74,54 @@ def test_the_trainers_rows_made_in_a_workspace_are_the_fresh_rows(tiny, lowrank)
     assert np.shares_memory(made.rows.item.numpy(), ws.array("row_item", 1, np.int64))
 
 
+@pytest.mark.parametrize("factor", [False, True], ids=["item-major", "factor-major"])
+def test_a_quantized_uplink_made_in_a_workspace_is_the_fresh_one_call_after_call(factor, monkeypatch):
+    """`quantize_rows` in a workspace: cohorts that grow and shrink, and buffers the last call left full of codes and
+    values, give the bytes, norms and received values of a call that makes them afresh. Above
+    KEEP_QUANTIZED_BYTES the buffers are freed (kept, they would raise the next round's memory peak)."""
+    from labcore.fed.local_train import RowUpdate
+    from labcore.methods import quantize as Qm
+
+    ws, N, k, bits, bucket = Workspace(), 13, 5, 4, 16
+    for call, M in enumerate([6, 2, 9, 4]):
+        g = torch.Generator().manual_seed(call)
+        touched = torch.rand(M, N, generator=g) < 0.6
+        rows = RowUpdate.from_dense(torch.randn(M, N, k, generator=g) * touched[..., None], touched)
+        args = (rows.values, rows.indptr, rows.item.numpy(), N, factor, bits, bucket)
+        fresh = Qm.quantize_rows(*args, torch.Generator().manual_seed(call))
+        made = Qm.quantize_rows(*args, torch.Generator().manual_seed(call), ws)
+        assert np.array_equal(made[0], fresh[0]) and made[0].any()
+        assert torch.equal(made[1], fresh[1]) and torch.equal(made[2], fresh[2])
+        assert np.shares_memory(made[0], ws.array("quantized_codes", 1, np.uint8))
+    monkeypatch.setattr(Qm, "KEEP_QUANTIZED_BYTES", 100)
+    made = Qm.quantize_rows(*args, torch.Generator().manual_seed(0), ws)
+    assert np.array_equal(made[0], Qm.quantize_rows(*args, torch.Generator().manual_seed(0))[0])
+    assert ws.nbytes(*Qm.QUANTIZED_ROW_BUFFERS) == 0
+
+
 FAST = dict(local_epochs=2, batch_size=16, eval_every=2, rounds=4, rank_every=0)
 
 
-@pytest.mark.parametrize("method,dim,keeps", [("colr", 64, True), ("fedmf", 64, False)])
-def test_the_engine_keeps_the_sample_arrays_only_where_they_outweigh_the_update_table(tiny, method, dim, keeps):
+@pytest.mark.parametrize("method,dim,keeps,up_bits", [("colr", 64, True, 0), ("fedmf", 64, False, 0),
+                                                     ("fedmf", 64, False, 8), ("colr", 64, True, 3)])
+def test_the_engine_keeps_the_sample_arrays_only_where_they_outweigh_the_update_table(tiny, method, dim, keeps,
+                                                                                      up_bits):
     """CoLR's update table (rank 4) is smaller than the plan's arrays: they are kept from round to round. FedMF's
     (d = 64) is larger: the sample arrays are freed after training (kept, they raised its memory peak). Either way
-    the numbers are those of a run that makes every array afresh (keep_view: no workspace)."""
-    cfg = RunConfig(method=method, dim=dim, rank=4, clients_per_round=tiny.n_users, **FAST)
+    the numbers are those of a run that makes every array afresh (keep_view: no workspace), quantized uplinks
+    included (their codes, values and draws made in the workspace)."""
+    from labcore.methods.quantize import QUANTIZED_ROW_BUFFERS
+
+    cfg = RunConfig(method=method, dim=dim, rank=4, clients_per_round=tiny.n_users, up_bits=up_bits, **FAST)
     reused, fresh = Simulation(cfg, tiny), Simulation(cfg, tiny)
     fresh.keep_view = True
     rows_a = [reused.step() for _ in range(3)]
     rows_b = [fresh.step() for _ in range(3)]
     assert (reused._workspace.nbytes(*SAMPLE_ARRAYS) > 0) is keeps
     assert reused._workspace.nbytes("W") > 0 and fresh._workspace.nbytes("W", "s_item", "row_item") == 0
+    assert (reused._workspace.nbytes(*QUANTIZED_ROW_BUFFERS) > 0) is bool(up_bits)
+    assert fresh._workspace.nbytes(*QUANTIZED_ROW_BUFFERS) == 0
+    assert [r["bytes_up"] for r in rows_a] == [r["bytes_up"] for r in rows_b]
     assert torch.equal(reused.Q, fresh.Q) and torch.equal(reused.P, fresh.P)
     assert [r["loss"] for r in rows_a] == [r["loss"] for r in rows_b]
     assert [r["hr"] for r in rows_a if "hr" in r] == [r["hr"] for r in rows_b if "hr" in r]

@@ -258,8 +258,14 @@ def test_a_quantized_uplink_read_back_onto_the_touched_rows_is_its_dense_decode(
         recv[0].with_data(torch.zeros(1, 45)).onto_rows(rows, 5, "item")
 
 
+# (N, k, bits, bucket): rows across buckets, packed rows sharing their first and last bytes (k (bits + 1) not a
+# multiple of 8); rows long enough for the vectorized loops of the item-major pass; 32 bits (33-bit codes)
+QUANTIZED_ROW_SHAPES = [(11, 3, 3, 7), (9, 37, 6, 48), (7, 24, 32, 40)]
+
+
+@pytest.mark.parametrize("shape", QUANTIZED_ROW_SHAPES, ids=lambda s: "N{}-k{}-{}bit-bucket{}".format(*s))
 @pytest.mark.parametrize("layout", ["item", "factor"])
-def test_quantizing_by_rows_is_the_dense_quantizer_with_a_draw_per_held_value(layout, monkeypatch):
+def test_quantizing_by_rows_is_the_dense_quantizer_with_a_draw_per_held_value(layout, shape, monkeypatch):
     """`quantize_rows` gives the packed bytes, norms and received values of the dense QSGD passes over each
     client's whole payload, given the same draws at the held values' positions (any draws elsewhere: a zero gets
     level 0); blocks of draws (a memory bound) change nothing."""
@@ -267,7 +273,7 @@ def test_quantizing_by_rows_is_the_dense_quantizer_with_a_draw_per_held_value(la
     from labcore.methods.quantize import draws_for, quantize_rows
     from labcore.methods.quantize_kernels import qsgd_levels, qsgd_rows_norms
 
-    M, N, k, bits, bucket = 5, 11, 3, 3, 7
+    M, (N, k, bits, bucket) = 5, shape
     touched = torch.rand(M, N, generator=torch.Generator().manual_seed(1)) < 0.5
     touched[2] = False  # a client with no rows
     X = torch.randn(M, N, k, generator=torch.Generator().manual_seed(2)) * touched[..., None]
@@ -286,7 +292,7 @@ def test_quantizing_by_rows_is_the_dense_quantizer_with_a_draw_per_held_value(la
     payload = torch.zeros(M, nb * bucket, dtype=torch.float64)
     payload[:, :n] = RowBlock(rows, layout).dense().double()
     norms = np.zeros((M, nb))
-    qsgd_rows_norms(rows.values.numpy(), rows.indptr, item, N, factor, np.arange(n) // bucket, norms)
+    qsgd_rows_norms(rows.values.numpy(), rows.indptr, item, N, factor, bucket, np.arange(n) // bucket, norms)
     np.testing.assert_allclose(norms, payload.view(M, nb, bucket).norm(dim=-1).numpy(), rtol=1e-15)
     assert np.array_equal(norms32, norms.astype(np.float32))
     levels, signs = np.empty((M, n), np.int64), np.empty((M, n), np.bool_)
@@ -297,6 +303,9 @@ def test_quantizing_by_rows_is_the_dense_quantizer_with_a_draw_per_held_value(la
     received = dequantize(torch.from_numpy(levels), torch.from_numpy(signs), norms32, bits, bucket, (M, n))
     assert torch.equal(RowBlock(rows.with_values(values), layout).dense(), received)
 
+    each = quantize_rows(rows.values, rows.indptr, item, N, factor, bits, bucket, torch.Generator().manual_seed(3),
+                         runs=False)  # every value coded and packed on its own: the benchmark's baseline
+    assert np.array_equal(each[0], packed) and torch.equal(each[2], values)
     monkeypatch.setattr(quantize_module, "BLOCK_VALUES", 2 * k)  # blocks of one client, buffers grown
     again = quantize_rows(rows.values, rows.indptr, item, N, factor, bits, bucket, torch.Generator().manual_seed(3))
     assert np.array_equal(again[0], packed) and torch.equal(again[2], values)

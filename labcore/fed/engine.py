@@ -410,7 +410,7 @@ class Simulation:
         cfg = self.cfg
         up = self.method.uplink(local, setup)
         up_sent, up_recv = quantize_wires(up, cfg.up_bits, cfg.quant_bucket, _gen(cfg.seed, t, S.STREAM_QUANT),
-                                          cfg.up_link_budget)
+                                          cfg.up_link_budget, None if self.keep_view else self._workspace)
         if cfg.aggregation == "item_mean":
             up_sent = up_sent + [item_mask_wire(local.rows if local.rows is not None else local.touched)]
         if loss_before is not None:  # q-FFL: each client also sends its loss before training (one float)

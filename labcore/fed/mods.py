@@ -15,10 +15,11 @@ from ..methods.base import FLOAT_KINDS, RowBlock, Wire
 from ..methods.quantize import dequantize, pack_codes, packed_bytes, quantize_blocks, quantize_rows
 from ..net.channel import exceeds, transmit_levels
 from .local_train import RowUpdate
+from .workspace import Workspace
 
 
 def quantize_wires(wires: list[Wire], bits: int, bucket: int, gen: torch.Generator,
-                   link_budget: int = 0) -> tuple[list[Wire], list[Wire]]:
+                   link_budget: int = 0, workspace: Workspace | None = None) -> tuple[list[Wire], list[Wire]]:
     """QSGD on every float part: send packed codes + per-bucket norms; the receiver gets the dequantized values.
 
     A payload held by the rows the clients touched (FedMF, CoLR, SCoLR) is drawn for, coded and received by those
@@ -27,6 +28,8 @@ def quantize_wires(wires: list[Wire], bits: int, bucket: int, gen: torch.Generat
     `link_budget` (log2 K, 0 = no limit): the channel of `labcore.net.channel` (Eq. 6 of the wireless topic)
     carries levels beyond K with noise, so the receiver decodes what the channel delivered; what is sent and
     counted is unchanged.
+
+    workspace: a part quantized by rows is made in its buffers (`quantize_rows`), valid until the next call with it.
     """
     if not bits:
         return wires, wires
@@ -37,8 +40,10 @@ def quantize_wires(wires: list[Wire], bits: int, bucket: int, gen: torch.Generat
             received.append(w)
             continue
         by_rows = w.rows is not None and not exceeds(2**bits - 1, link_budget)
-        packed, norms, arrived = (quantize_by_rows(w, bits, bucket, gen) if by_rows
+        packed, norms, arrived = (quantize_by_rows(w, bits, bucket, gen, workspace) if by_rows
                                   else quantize_whole(w, bits, bucket, gen, link_budget))
+        if by_rows:
+            workspace = None  # its buffers now hold this part's message: a second part makes its own
         received.append(arrived)
         n = w.lengths if w.lengths is not None else np.full(w.shape[0], w.shape[1])
         sent.append(Wire(w.name + ".codes", "codes", packed, packed_bytes(n, bits)))
@@ -46,12 +51,13 @@ def quantize_wires(wires: list[Wire], bits: int, bucket: int, gen: torch.Generat
     return sent, received
 
 
-def quantize_by_rows(w: Wire, bits: int, bucket: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, Wire]:
+def quantize_by_rows(w: Wire, bits: int, bucket: int, gen: torch.Generator,
+                     workspace: Workspace | None = None) -> tuple[torch.Tensor, torch.Tensor, Wire]:
     """A part held by rows: one draw per held value (`quantize_rows`); received by the same rows. Returns the packed
     codes, the norms and the received part."""
     u = w.rows.update
     packed, norms, values = quantize_rows(u.values, u.indptr, np.ascontiguousarray(u.item.numpy()), u.n_items,
-                                          w.rows.layout == "factor", bits, bucket, gen)
+                                          w.rows.layout == "factor", bits, bucket, gen, workspace)
     arrived = Wire(w.name, w.kind, None, w.lengths, w.bits_per_value,
                    rows=RowBlock(u.with_values(values), w.rows.layout))
     return torch.from_numpy(packed), norms, arrived

@@ -22,6 +22,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from ..fed.workspace import Workspace, take
 from .quantize_kernels import pack_fixed, qsgd_levels, qsgd_rows, qsgd_rows_norms, qsgd_values, unpack_fixed
 
 
@@ -41,6 +42,13 @@ def stochastic_round(ratio: torch.Tensor, gen: torch.Generator, in_place: bool =
 # The full-size outputs are torch's allocations, which ask for no huge pages (why that matters: engine.no_huge_pages,
 # which the engine's processes set anyway; the quantizer is also called outside them).
 BLOCK_VALUES = 2**20
+
+# `quantize_rows` makes its codes, received values and draws in a caller's workspace when they come to at most this
+# many bytes: fresh pages cost a quarter of a quantized FedMF round of the paper's 60 clients (37 MB a round); above it
+# (full participation: GBs) they are made afresh, as keeping them through the next round's training would raise the
+# run's memory peak.
+KEEP_QUANTIZED_BYTES = 256 * 2**20
+QUANTIZED_ROW_BUFFERS = ("quantized_codes", "quantized_values", "quantized_draws")
 
 
 def quantize(x: torch.Tensor, bits: int, bucket: int,
@@ -81,7 +89,8 @@ def draws_for(gen: torch.Generator) -> np.random.Generator:
 
 
 def quantize_rows(values: torch.Tensor, indptr: np.ndarray, item: np.ndarray, n_items: int, factor: bool, bits: int,
-                  bucket: int, gen: torch.Generator) -> tuple[np.ndarray, torch.Tensor, torch.Tensor]:
+                  bucket: int, gen: torch.Generator, workspace: Workspace | None = None, runs: bool = True
+                  ) -> tuple[np.ndarray, torch.Tensor, torch.Tensor]:
     """QSGD of an (M, n_items k) payload held by its rows: client m's rows indptr[m]:indptr[m + 1] of `values`
     (R, k) at items `item`, flattened item-major (value (i, j) at i k + j) or factor-major (`factor`: j n_items + i),
     every other value zero. Returns the packed codes (M, ceil(n (bits + 1) / 8)) uint8 (`pack_codes`' bytes), the
@@ -90,7 +99,11 @@ def quantize_rows(values: torch.Tensor, indptr: np.ndarray, item: np.ndarray, n_
     The operator of `quantize` with one draw per held value (clients in order, each one's rows, then columns) instead
     of one per payload value: an unheld value is zero, and a zero gets level 0 whatever its draw. So the draws, the
     rounding, the packing and the dequantization cost the rows, not clients x items. The draws are numpy's (PCG64,
-    seeded by one draw from `gen`), at a third of the cost of torch's float64 draws."""
+    seeded by one draw from `gen`), at a third of the cost of torch's float64 draws.
+
+    workspace: the codes, the received values and the draws are made in its buffers (`QUANTIZED_ROW_BUFFERS`), valid
+    until the next call with it, when they come to at most `KEEP_QUANTIZED_BYTES`. runs=False: every value coded and
+    packed on its own (the former pass; the same bytes and values, see `qsgd_rows`)."""
     if not 1 <= bits <= 32:
         raise ValueError(f"bits={bits} is invalid: allowed range is 1..32")
     M, k = indptr.shape[0] - 1, values.shape[1]
@@ -99,26 +112,36 @@ def quantize_rows(values: torch.Tensor, indptr: np.ndarray, item: np.ndarray, n_
     norms = np.zeros((M, nb))
     vals = np.ascontiguousarray(values.detach().to(torch.float32).numpy())
     bucket_of = (np.arange(n, dtype=np.int64) // bucket).astype(np.int32)
-    qsgd_rows_norms(vals, indptr, item, n_items, factor, bucket_of, norms)
+    qsgd_rows_norms(vals, indptr, item, n_items, factor, bucket, bucket_of, norms)
     norms32 = norms.astype(np.float32)
-    packed = np.zeros((M, -(-n * (bits + 1) // 8)), dtype=np.uint8)
-    out = torch.empty(vals.shape, dtype=torch.float32)
-    rng = draws_for(gen)
     per_block = max(1, BLOCK_VALUES // max(k, 1))  # rows a block of draws holds (at least one client's)
-    u = np.empty((min(per_block, vals.shape[0]), k))
+    row_bytes = -(-n * (bits + 1) // 8)
+    if workspace is not None and (M * row_bytes + vals.size * 4 + min(per_block, vals.shape[0]) * k * 8
+                                  > KEEP_QUANTIZED_BYTES):
+        workspace.release(*QUANTIZED_ROW_BUFFERS)  # kept past the round, they would add to its memory peak
+        workspace = None
+    if workspace is None:
+        packed = np.zeros((M, row_bytes), dtype=np.uint8)  # pages that no code reaches are never touched
+        out = torch.empty(vals.shape, dtype=torch.float32).numpy()  # torch's: no huge pages (see BLOCK_VALUES)
+    else:
+        packed = workspace.array("quantized_codes", (M, row_bytes), np.uint8)
+        packed.fill(0)
+        out = workspace.array("quantized_values", vals.shape, np.float32)
+    rng = draws_for(gen)
+    u = take(workspace, "quantized_draws", (min(per_block, vals.shape[0]), k), np.float64)
     a = 0
     while a < M:
         lo = int(indptr[a])
         b = max(a + 1, int(np.searchsorted(indptr, lo + per_block, side="right")) - 1)
         hi = int(indptr[b])
         if hi - lo > u.shape[0]:  # one client holds more rows than a block
-            u = np.empty((hi - lo, k))
+            u = take(workspace, "quantized_draws", (hi - lo, k), np.float64)
         draws = u[: hi - lo]
         rng.random(out=draws)
-        qsgd_rows(vals[lo:hi], indptr[a:b + 1] - lo, item[lo:hi], n_items, factor, bucket_of, draws,
-                  float(2**bits - 1), bits + 1, norms[a:b], norms32[a:b], packed[a:b], out.numpy()[lo:hi])
+        qsgd_rows(vals[lo:hi], indptr[a:b + 1] - lo, item[lo:hi], n_items, factor, bucket, bucket_of, draws,
+                  float(2**bits - 1), bits + 1, norms[a:b], norms32[a:b], packed[a:b], out[lo:hi], runs)
         a = b
-    return packed, torch.from_numpy(norms32), out
+    return packed, torch.from_numpy(norms32), torch.from_numpy(out)
 
 
 def dequantize(levels: torch.Tensor, signs: torch.Tensor, norms: torch.Tensor, bits: int, bucket: int,

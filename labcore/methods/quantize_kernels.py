@@ -98,34 +98,105 @@ def payload_position(i, j, n_items, k, factor):
 
 
 @njit(cache=True)
-def qsgd_rows_norms(values, indptr, item, n_items, factor, bucket_of, norms):
+def qsgd_rows_norms(values, indptr, item, n_items, factor, bucket, bucket_of, norms):
     """norms (M, B) float64, zeroed: the L2 norm of each bucket of consecutive payload values, from the held values
     (rows indptr[m]:indptr[m + 1] of client m, (R, k)); every other value is zero. bucket_of[p]: the bucket of
-    payload position p (a table: an integer division per value took a sixth of `qsgd_rows`' time)."""
+    payload position p (a table: an integer division per value took a sixth of `qsgd_rows`' time). Each bucket's
+    squares are added in the order of the rows, then of the columns."""
     k = values.shape[1]
     for m in range(indptr.shape[0] - 1):
         for r in range(indptr[m], indptr[m + 1]):
-            for j in range(k):
-                x = np.float64(values[r, j])
-                norms[m, bucket_of[payload_position(item[r], j, n_items, k, factor)]] += x * x
+            i = item[r]
+            if factor:
+                for j in range(k):
+                    x = np.float64(values[r, j])
+                    norms[m, bucket_of[payload_position(i, j, n_items, k, True)]] += x * x
+                continue
+            j0 = 0
+            while j0 < k:  # item-major: the row is positions i k .. i k + k - 1, a run of one bucket at a time
+                q = bucket_of[i * k + j0]
+                j1 = min(k, (q + 1) * bucket - i * k)
+                acc = norms[m, q]  # summed in a register: the same additions in the same order, without a store each
+                for j in range(j0, j1):
+                    x = np.float64(values[r, j])
+                    acc += x * x
+                norms[m, q] = acc
+                j0 = j1
     for m in range(norms.shape[0]):
         for q in range(norms.shape[1]):
             norms[m, q] = np.sqrt(norms[m, q])
 
 
 @njit(cache=True)
-def qsgd_rows(values, indptr, item, n_items, factor, bucket_of, u, s, width, norms, norms32, packed, out):
+def _run_codes(values, r, j0, j1, u, s, norm, norm32, out, codes):
+    """QSGD of values[r, j0:j1], all in one bucket (norm its float64 norm, norm32 as sent): the dequantized values
+    into out[r, j0:j1] and the codes level << 1 | sign into codes[j0:j1]. `qsgd_levels` and `qsgd_values` value by
+    value, in the same float64 operations and order; a loop with no branch, so it vectorizes."""
+    den = norm if norm > 0.0 else 1.0
+    n32 = np.float64(norm32)
+    for j in range(j0, j1):
+        x = np.float64(values[r, j])
+        ratio = (abs(x) / den) * s
+        low = np.floor(ratio)
+        lv = low + np.float64(u[r, j] < ratio - low)
+        lv = lv if lv < s else s
+        negative = x < 0.0
+        out[r, j] = np.float32(((lv / s) * (1.0 - 2.0 * np.float64(negative))) * n32)
+        codes[j] = (np.uint64(lv) << np.uint64(1)) | np.uint64(negative)
+
+
+@njit(cache=True)
+def _or_run(row, bit, codes, width):
+    """OR the codes, `width` bits each, into the bytes of `row` from bit `bit` on, least significant bit first
+    (`pack_fixed`'s layout for a run of consecutive payload positions). ORed, not stored: the run's first and last
+    bytes can hold a neighbouring row's codes. Four bytes are written at a time (half the time of one at a time)."""
+    o, held, acc = bit >> 3, bit & 7, np.uint64(0)
+    for j in range(codes.shape[0]):
+        acc |= codes[j] << np.uint64(held)  # held < 32 and width <= 33: fits in 64 bits
+        held += width
+        while held >= 32:
+            for t in range(4):
+                row[o + t] |= np.uint8((acc >> np.uint64(8 * t)) & np.uint64(255))
+            acc >>= np.uint64(32)
+            held -= 32
+            o += 4
+    while held > 0:
+        row[o] |= np.uint8(acc & np.uint64(255))
+        acc >>= np.uint64(8)
+        held -= 8
+        o += 1
+
+
+@njit(cache=True)
+def qsgd_rows(values, indptr, item, n_items, factor, bucket, bucket_of, u, s, width, norms, norms32, packed, out,
+              runs=True):
     """The held values' QSGD codes, packed into their clients' rows of `packed` (zeroed, `pack_fixed`'s layout:
     level << 1 | sign in `width` bits at bit p width for payload position p), and their dequantized values `out`
     (R, k) float32: `qsgd_levels`, `pack_fixed` and `qsgd_values` value by value. u (R, k): one uniform draw per
-    held value; s the top level; norms: float64 (for the levels), norms32: as sent (for the values); bucket_of as
-    for `qsgd_rows_norms`."""
+    held value; s the top level; norms: float64 (for the levels), norms32: as sent (for the values); bucket and
+    bucket_of as for `qsgd_rows_norms`.
+
+    Item-major (FedMF), a row is a run of consecutive positions: with `runs`, coded a bucket's run at a time in a loop
+    that vectorizes (`_run_codes`), then packed in one pass (`_or_run`): about half the time of coding and packing
+    each value on its own, which factor-major rows (CoLR: k = rank values, each at a place of its own) keep, and
+    `runs=False` keeps for every row (the former pass: the benchmark's baseline)."""
     k, row_bytes = values.shape[1], packed.shape[1]
     span = (width + 7 + 7) // 8  # the bytes a code can touch
+    codes = np.empty(k, dtype=np.uint64)
     for m in range(indptr.shape[0] - 1):
         for r in range(indptr[m], indptr[m + 1]):
+            i = item[r]
+            if runs and not factor:
+                j0 = 0
+                while j0 < k:
+                    q = bucket_of[i * k + j0]
+                    j1 = min(k, (q + 1) * bucket - i * k)
+                    _run_codes(values, r, j0, j1, u, s, norms[m, q], norms32[m, q], out, codes)
+                    j0 = j1
+                _or_run(packed[m], i * k * width, codes, width)
+                continue
             for j in range(k):
-                p = payload_position(item[r], j, n_items, k, factor)
+                p = payload_position(i, j, n_items, k, factor)
                 q = bucket_of[p]
                 x = np.float64(values[r, j])
                 den = norms[m, q] if norms[m, q] > 0.0 else 1.0
