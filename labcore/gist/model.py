@@ -45,7 +45,9 @@ def forward(p: dict[str, torch.Tensor], adj: torch.Tensor, x: torch.Tensor, laye
             hidden_mask: torch.Tensor | None = None, input_mask: torch.Tensor | None = None) -> torch.Tensor:
     if x.is_sparse:  # the bag of words of the baseline; dropout acts on its non-zeros (Kipf's sparse_dropout)
         if input_mask is not None:
-            x = torch.sparse_coo_tensor(x.indices(), x.values() * input_mask, x.shape)
+            # x's own indices: valid by construction, so torch's invariant check is declined (it also warns)
+            x = torch.sparse_coo_tensor(x.indices(), x.values() * input_mask, x.shape, check_invariants=False,
+                                        is_coalesced=x.is_coalesced())
         xw = torch.sparse.mm(x, p["theta1"])
     else:
         xw = (x if input_mask is None else x * input_mask) @ p["theta1"]

@@ -153,10 +153,20 @@ def _download(graph: str, needed: list[str]) -> Path:
     return target
 
 
+class _PlanetoidUnpickler(pickle.Unpickler):
+    """The Planetoid files (2016) name their matrices by SciPy's old module paths (`scipy.sparse.csr.csr_matrix`),
+    which SciPy deprecates (a warning on every load) and removes in 2.0: read them from `scipy.sparse` itself."""
+
+    def find_class(self, module, name):
+        if module.startswith("scipy.sparse.") and hasattr(sp, name):
+            return getattr(sp, name)
+        return super().find_class(module, name)
+
+
 def _unpickle(path: Path):
     with open(path, "rb") as fh:
         try:
-            return pickle.load(fh, encoding="latin1")
+            return _PlanetoidUnpickler(fh, encoding="latin1").load()
         except Exception as e:
             raise PlanetoidError(f"{path} is not a Planetoid pickle ({type(e).__name__}: {e})") from e
 
