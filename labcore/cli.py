@@ -12,6 +12,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from .config import ConfigError, RunConfig, from_dict
+from .units import readable_bytes
 
 
 def _positive_int(text: str) -> int:
@@ -40,7 +41,8 @@ def _summary(res) -> str:
     lines = [f"{res.config.describe()} on {res.config.dataset}: {f['rounds']} rounds"
              + (" (cached)" if res.cached else "") + ("" if res.complete else " (stopped early)"),
              f"  HR@{res.config.top_k} {f['hr']:.4f}   NDCG@{res.config.top_k} {f['ndcg']:.4f}",
-             f"  bytes up {f['bytes_up']:,}   bytes down {f['bytes_down']:,}   "
+             f"  bytes up {readable_bytes(f['bytes_up'])} ({f['bytes_up']:,})   "
+             f"bytes down {readable_bytes(f['bytes_down'])} ({f['bytes_down']:,})   "
              f"simulated wall-clock {f['wallclock_min']:.1f} min"]
     if res.notes:
         lines.append(f"  data: {res.notes}")

@@ -1,4 +1,5 @@
 """The command line on the embedded default data: run, cache, errors."""
+import re
 import subprocess
 import sys
 
@@ -12,6 +13,8 @@ def test_run_prints_metrics_writes_the_table_and_is_cached(tmp_path, capsys):
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "CoLR@2 on synthetic: 6 rounds" in out and "HR@10" in out and "(cached)" not in out
+    # the ledger's byte counts in readable units, the exact count beside them
+    assert re.search(r"bytes up [\d.]+ (KB|MB|GB) \([\d,]+\)   bytes down [\d.]+ (KB|MB|GB) \([\d,]+\)", out), out
     tables = list(tmp_path.glob("*/table.csv"))
     assert len(tables) == 1 and len(tables[0].read_text().splitlines()) == 7
     assert (tmp_path / "hr.html").stat().st_size > 1000

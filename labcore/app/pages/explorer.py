@@ -1,8 +1,6 @@
 """Explorer: one configuration, every knob, charts that stream round by round."""
 from __future__ import annotations
 
-import math
-
 import streamlit as st
 
 from labcore import plots
@@ -11,15 +9,7 @@ from labcore.app.charts import chart
 from labcore.app.state import EXPLORER as SPEC
 from labcore.app.state import EXPLORER_Y
 from labcore.metrics import client_data_summary
-
-
-def _fmt_bytes(b: float) -> str:
-    if b is None or (isinstance(b, float) and math.isnan(b)):
-        return "-"
-    for unit, s in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
-        if b >= s:
-            return f"{b / s:,.2f} {unit}"
-    return f"{b:,.0f} B"
+from labcore.units import readable_bytes
 
 
 def render() -> None:
@@ -94,11 +84,11 @@ def render() -> None:
         m = st.columns(6)
         m[0].metric("HR@10", f"{ev['hr'].iloc[-1]:.4f}" if len(ev) else "-")
         m[1].metric("NDCG@10", f"{ev['ndcg'].iloc[-1]:.4f}" if len(ev) else "-")
-        m[2].metric("bytes per round", _fmt_bytes(last["bytes_up"] + last["bytes_down"]),
+        m[2].metric("bytes per round", readable_bytes(last["bytes_up"] + last["bytes_down"]),
                     help="all clients: every sampled client's upload + the broadcast each of them downloads, "
                          "measured")
-        m[3].metric("upload / client / round", _fmt_bytes(last["bytes_up_client"]))
-        m[4].metric("cumulative traffic", _fmt_bytes(last["cum_bytes"]))
+        m[3].metric("upload / client / round", readable_bytes(last["bytes_up_client"]))
+        m[4].metric("cumulative traffic", readable_bytes(last["cum_bytes"]))
         m[5].metric("simulated wall-clock", f"{last['wallclock'] / 60:,.1f} min",
                     help="recomputed from the measured bytes when only bandwidths or tiers change: no retraining")
         downloads.table_button(t, f"{cfg.describe()} {cfg.dataset} seed {cfg.seed}", key("csv"),
@@ -195,14 +185,14 @@ def _payload_preview(cfg, data) -> None:
     """Instant: message sizes for this config before (and while) it trains."""
     s = analytic.payload_summary(cfg, data.n_items)
     up, up_note = s["up_client"], f"({s['up_ratio']:.1%} of FedMF at d={cfg.dim})"
-    down = f"broadcast {_fmt_bytes(s['down_client'])}, {_fmt_bytes(s['round_total'])} per round"
+    down = f"broadcast {readable_bytes(s['down_client'])}, {readable_bytes(s['round_total'])} per round"
     ct = _ciphertext_upload(cfg, data.n_items) if cfg.encryption == "ckks" else None
     if ct is not None:
-        up_note = f"CKKS ciphertexts, {ct / max(s['up_client'], 1):.0f}x the plaintext {_fmt_bytes(s['up_client'])}"
+        up_note = f"CKKS ciphertexts, {ct / max(s['up_client'], 1):.0f}x the plaintext {readable_bytes(s['up_client'])}"
         up, down = ct, "broadcast: ciphertexts too (measured during the run)"
     elif cfg.encryption != "none":
         down += f" (plaintext sizes: under {cfg.encryption} the upload is measured during the run)"
-    with st.expander(f"Payload per message: upload {_fmt_bytes(up)} per client {up_note}, {down}", expanded=False):
+    with st.expander(f"Payload per message: upload {readable_bytes(up)} per client {up_note}, {down}", expanded=False):
         t = analytic.payload_table(cfg, data.n_items).rename(columns=PAYLOAD_COLUMNS)
         st.markdown(controls.md_table(t))
         if cfg.encryption != "none":
