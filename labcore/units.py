@@ -5,7 +5,7 @@ import math
 
 
 def readable_bytes(b: float | None) -> str:
-    """'74.29 MB' for 77,904,000 bytes; '-' for a missing value (None or NaN)."""
+    """'74.30 MB' for 77,904,000 bytes; '-' for a missing value (None or NaN)."""
     if b is None or (isinstance(b, float) and math.isnan(b)):
         return "-"
     for unit, s in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
