@@ -288,19 +288,26 @@ def _kth_other(k: int):
 def _choose(pg, box, current: str, choose) -> str:
     """Open select box `box` and click the option `choose(texts, current)` names; the option's text."""
     options = pg.locator("[role=option]")
-    for attempt in range(3):  # a rerun that lands while the list opens closes it again: open it once more
-        box.get_by_role("button", name="Open").click()
-        try:
-            options.first.wait_for(timeout=10_000)
-            break
-        except Exception:
-            if attempt == 2:
-                raise
-            _idle(pg)
-    texts = [t.strip() for t in options.all_inner_texts()]
-    choice = choose(texts, current)
-    options.nth(texts.index(choice)).click()
-    return choice
+    for tries in range(3):
+        for attempt in range(3):  # a rerun that lands while the list opens closes it again: open it once more
+            box.get_by_role("button", name="Open").click()
+            try:
+                options.first.wait_for(timeout=10_000)
+                break
+            except Exception:
+                if attempt == 2:
+                    raise
+                _idle(pg)
+        texts = [t.strip() for t in options.all_inner_texts()]
+        choice = choose(texts, current)
+        if choice in texts:
+            options.nth(texts.index(choice)).click()
+            return choice
+        # the options on the page were not this box's (seen once in CI: a rerun redrew the page as the list opened,
+        # two browsers on two cores): close whatever list is open and open this box's again
+        pg.keyboard.press("Escape")
+        _idle(pg)
+    raise AssertionError(f"{choice!r} is not among the options {texts} shown for this select box")
 
 
 def _pick(pg, i: int, k: int) -> str:
