@@ -98,6 +98,13 @@ def payload_position(i, j, n_items, k, factor):
 
 
 @njit(cache=True)
+def _bucket_run(i, j0, k, bucket, bucket_of):
+    """Item i's item-major row from column j0 on: its bucket q and the end j1 of the columns in that bucket."""
+    q = bucket_of[i * k + j0]
+    return q, min(k, (q + 1) * bucket - i * k)
+
+
+@njit(cache=True)
 def qsgd_rows_norms(values, indptr, item, n_items, factor, bucket, bucket_of, norms):
     """norms (M, B) float64, zeroed: the L2 norm of each bucket of consecutive payload values, from the held values
     (rows indptr[m]:indptr[m + 1] of client m, (R, k)); every other value is zero. bucket_of[p]: the bucket of
@@ -114,8 +121,7 @@ def qsgd_rows_norms(values, indptr, item, n_items, factor, bucket, bucket_of, no
                 continue
             j0 = 0
             while j0 < k:  # item-major: the row is positions i k .. i k + k - 1, a run of one bucket at a time
-                q = bucket_of[i * k + j0]
-                j1 = min(k, (q + 1) * bucket - i * k)
+                q, j1 = _bucket_run(i, j0, k, bucket, bucket_of)
                 acc = norms[m, q]  # summed in a register: the same additions in the same order, without a store each
                 for j in range(j0, j1):
                     x = np.float64(values[r, j])
@@ -189,8 +195,7 @@ def qsgd_rows(values, indptr, item, n_items, factor, bucket, bucket_of, u, s, wi
             if runs and not factor:
                 j0 = 0
                 while j0 < k:
-                    q = bucket_of[i * k + j0]
-                    j1 = min(k, (q + 1) * bucket - i * k)
+                    q, j1 = _bucket_run(i, j0, k, bucket, bucket_of)
                     _run_codes(values, r, j0, j1, u, s, norms[m, q], norms32[m, q], out, codes)
                     j0 = j1
                 _or_run(packed[m], i * k * width, codes, width)
