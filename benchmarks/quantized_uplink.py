@@ -5,6 +5,12 @@ against one draw per value of every client's whole table, received as a dense ta
     python benchmarks/quantized_uplink.py                        # ML-1M, every user a client, CoLR@4, 8 bits
     python benchmarks/quantized_uplink.py --method fedmf --clients 600 --bits 4
     python benchmarks/quantized_uplink.py --method fedmf --clients 60 # the paper's cohort
+    python benchmarks/quantized_uplink.py --method fedmf --clients 60 --link-budget 6  # over a noisy link
+
+Over a noisy link (`--link-budget` below the bits) both ways receive whole tables (the channel moves zeros): now the
+codes are drawn for by the held rows and the channel from the packed codes where a bucket has a norm
+(`channel.transmit_packed`), before every value of each client's whole table with torch's draws; the by-rows passes
+are then skipped.
 
 Then, for the same message, the by-rows quantizer alone three ways, the same draws, the same bytes (checked): each
 value coded and packed on its own in fresh arrays (before), an item-major row's values coded as runs (FedMF: the
@@ -27,6 +33,7 @@ import labcore
 from labcore.fed import mods as M
 from labcore.fed.aggregate import aggregate
 from labcore.fed.engine import Simulation, load_data, use_threads
+from labcore.fed.local_train import RowUpdate
 from topk_rows import timed  # best of `repeat` calls (this folder is on the path of a script run from it)
 
 
@@ -37,6 +44,7 @@ def main(argv=None) -> None:
     ap.add_argument("--rank", type=int, default=4)
     ap.add_argument("--clients", type=int, default=0, help="clients per round; 0 = every user")
     ap.add_argument("--bits", type=int, default=8, help="QSGD bits of the uplink")
+    ap.add_argument("--link-budget", type=int, default=0, help="the uplink channel's budget log2 K; 0 = no limit")
     args = ap.parse_args(argv)
     use_threads()
     base = labcore.paper_ml1m(dataset=args.dataset, method=args.method, rank=args.rank, up_bits=args.bits,
@@ -59,24 +67,34 @@ def main(argv=None) -> None:
     print(f"{args.dataset}, {cfg.describe()}, {m} clients, {rows.values.shape[0]:,} touched rows x {rows.width}: "
           f"{part.shape[0] * part.shape[1]:,} values in the clients' tables, {part.rows.update.values.numel():,} held")
 
+    budget = args.link_budget
+    if budget:
+        print(f"  over a link of budget {budget} bits ({2**budget} levels exact; {2**args.bits - 1} sent): whole "
+              "tables received both ways")
+
     def received(quantize):
         def run():
-            packed, _, arrived = quantize(part, cfg.up_bits, cfg.quant_bucket, torch.Generator().manual_seed(1))
+            packed, _, arrived = quantize(part, cfg.up_bits, cfg.quant_bucket, torch.Generator().manual_seed(1),
+                                          link_budget=budget)
             wires = {w.name: w for w in up} | {part.name: arrived}
             decoded = method.decode_uplink(wires, setup, rows)
-            return packed.shape, aggregate(decoded, cfg.aggregation, weights, None, method.layout)
+            touched = None if isinstance(decoded, RowUpdate) else rows.touched()  # a dense decode: the engine's mask
+            return packed.shape, aggregate(decoded, cfg.aggregation, weights, touched, method.layout)
         return run
 
     exact = aggregate(method.decode_uplink({w.name: w for w in up}, setup, rows), cfg.aggregation, weights, None,
                       method.layout)
+    now = "by the touched rows" if not budget else "by the rows, the channel from the codes"
     (shape_new, agg_new), t_new = timed(received(M.quantize_by_rows), 2)
     (shape_old, agg_old), t_old = timed(received(M.quantize_whole), 2)
     err = {k: float((a - exact).norm() / exact.norm()) for k, a in (("new", agg_new), ("old", agg_old))}
     print(f"  packed codes {tuple(shape_new)} both ways: {shape_new == shape_old}; aggregate ({cfg.aggregation}) "
           f"against the float32 one, relative L2 error: by rows {err['new']:.2e}, whole tables {err['old']:.2e}")
-    print(f"    quantize, decode and aggregate by the touched rows (now)   {t_new:.2f} s")
-    print(f"    the same from whole tables (before)                        {t_old:.2f} s   ratio {t_old / t_new:.1f}x")
-    by_rows_passes(part.rows, cfg.up_bits, cfg.quant_bucket)
+    label = f"quantize, {'transmit, ' if budget else ''}decode and aggregate {now} (now)"
+    print(f"    {label}   {t_new:.2f} s")
+    print(f"    {'the same from whole tables (before)':<{len(label)}}   {t_old:.2f} s   ratio {t_old / t_new:.1f}x")
+    if not budget:
+        by_rows_passes(part.rows, cfg.up_bits, cfg.quant_bucket)
 
 
 def by_rows_passes(block, bits: int, bucket: int) -> None:

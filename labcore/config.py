@@ -146,7 +146,8 @@ class RunConfig(TypedConfig):
         skip += tuple(f"{d}_link_budget" for d in ("up", "down") if not getattr(self, f"{d}_bits"))
         d = {k: v for k, v in self.to_dict().items() if k not in skip}
         if self.up_bits:  # a quantized uplink's numbers changed with its summation order and draws (_QUANTIZED_UPLINK)
-            d["quantized_uplink"] = _QUANTIZED_BY_ROWS if self.quantized_by_rows() else _QUANTIZED_UPLINK
+            d["quantized_uplink"] = ((_QUANTIZED_BY_ROWS_NOISY if self.noisy_uplink() else _QUANTIZED_BY_ROWS)
+                                     if self.quantized_by_rows() else _QUANTIZED_UPLINK)
         return hash_key(d)
 
     def describe(self) -> str:
@@ -181,12 +182,15 @@ class RunConfig(TypedConfig):
         return self.straggler_policy == "drop"
 
     def quantized_by_rows(self) -> bool:
-        """A quantized uplink of a method in ROW_QUANTIZED over a noiseless link: drawn for by the rows the clients
-        hold (`quantize.quantize_rows`); a noisy link can move a zero off them."""
+        """A quantized uplink of a method in ROW_QUANTIZED: drawn for and coded by the rows the clients hold
+        (`quantize.quantize_rows`); received by them too unless the link is noisy (`noisy_uplink`)."""
+        return bool(self.up_bits) and self.method in ROW_QUANTIZED
+
+    def noisy_uplink(self) -> bool:
+        """A quantized uplink with more levels than its link's budget carries exactly: it can move a zero."""
         from .net.channel import exceeds
 
-        return bool(self.up_bits) and self.method in ROW_QUANTIZED and not exceeds(2**self.up_bits - 1,
-                                                                                   self.up_link_budget)
+        return bool(self.up_bits) and exceeds(2**self.up_bits - 1, self.up_link_budget)
 
     def ckks_chain(self) -> tuple[int, ...]:
         """The coefficient modulus actually used: ckks_coeff_bits, or (60, ckks_scale_bits, 60)."""
@@ -197,9 +201,12 @@ class RunConfig(TypedConfig):
 # the clients in order, as for a float32 uplink (1: it summed each client's whole table with torch, in another order,
 # which a quantized run amplifies past float rounding). 3: the methods below draw one number per value a client holds
 # (its touched rows), not per value of its whole table, unless the link is noisy; other quantized runs stay at 2.
-# Results cached under one version are not served for another.
+# 4: so do they over a noisy link, whose channel is drawn for from the packed codes in the buckets with a norm (numpy's
+# draws; it was torch's, for every value of each client's whole table). Results cached under one version are not
+# served for another.
 _QUANTIZED_UPLINK = 2
 _QUANTIZED_BY_ROWS = 3
+_QUANTIZED_BY_ROWS_NOISY = 4
 ROW_QUANTIZED = ("fedmf", "colr", "scolr")  # methods whose uplink is each client's table, held by its touched rows
 _NOT_IN_KEY = ("checkpoint_every",)  # bookkeeping that does not change the numbers
 # Fields added after results were stored: at their default they stay out of the key, so stored keys remain valid.

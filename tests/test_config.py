@@ -67,15 +67,25 @@ def test_a_quantized_uplinks_key_changed_with_its_summation_order_and_nothing_el
 
 def test_a_quantized_uplink_drawn_by_rows_has_a_key_of_its_own_and_nothing_else_does():
     # Keys of the code that drew a number per value of each client's whole table (computed with it): FedMF, CoLR and
-    # SCoLR over a noiseless link now draw per held value, so their cached results must not be served; Top-K, SVD and
-    # a noisy link draw as before and keep their keys.
+    # SCoLR over a noiseless link now draw per held value, so their cached results must not be served; Top-K and SVD
+    # draw as before, over any link, and keep their keys.
     assert RunConfig(method="colr", up_bits=8).key() != "ea5304068fd1ddad"
     assert RunConfig(method="fedmf", up_bits=4, down_bits=8).key() != "bbce5d01f850a585"
     assert RunConfig(method="scolr", up_bits=4).key() != "634b1e8f9ab3d74f"
     assert RunConfig(method="colr", up_bits=8, up_link_budget=8).key() != "040cac6f49f28833"  # within the budget
     assert RunConfig(method="topk", up_bits=8).key() == "972d70b0b7a55032"
     assert RunConfig(method="svd", up_bits=4).key() == "b2371ce3573b4fe3"
-    assert RunConfig(method="colr", up_bits=8, up_link_budget=2).key() == "3333cf9cb3593942"  # a noisy link
+    assert RunConfig(method="topk", up_bits=8, up_link_budget=2).key() == "e26929659e611b39"  # a noisy link
+
+
+def test_a_row_quantized_uplink_over_a_noisy_link_has_a_key_of_its_own_and_nothing_else_does():
+    # Keys of the code that drew the channel with torch for every value of each client's whole table (computed with
+    # it): FedMF, CoLR and SCoLR now draw it from their packed codes where a bucket has a norm, so their cached
+    # results must not be served; their runs over a noiseless link keep their keys.
+    assert RunConfig(method="colr", up_bits=8, up_link_budget=2).key() != "3333cf9cb3593942"
+    assert RunConfig(method="fedmf", up_bits=8, up_link_budget=6).key() != "90fe8f4bfcff8297"
+    assert RunConfig(method="scolr", up_bits=4, up_link_budget=1).key() != "149b47ef8e15df1c"
+    assert RunConfig(method="colr", up_bits=8).key() == "85eeb1d6cd3ee89d"
 
 
 def test_data_skew_is_in_the_key_and_the_link_and_only_for_synthetic_data():

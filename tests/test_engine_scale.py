@@ -198,7 +198,9 @@ def test_negative_redraws_follow_the_boolean_mask_order(tiny):
                                           ("topk", {"topk_ratio": 0.25}), ("colr", {"aggregation": "weighted"}),
                                           ("fedmf", {"up_bits": 3, "quant_bucket": 16}),
                                           ("colr", {"up_bits": 4, "quant_bucket": 16}),
-                                          ("scolr", {"up_bits": 4, "aggregation": "weighted"})])
+                                          ("scolr", {"up_bits": 4, "aggregation": "weighted"}),
+                                          ("fedmf", {"up_bits": 3, "quant_bucket": 16, "up_link_budget": 1}),
+                                          ("colr", {"up_bits": 4, "up_link_budget": 2})])
 def test_row_layout_gives_the_dense_layouts_numbers(tiny, method, extra):
     """The engine (fused trainer, row layout) against the dense layout with the batched trainer: the same
     table to float rounding (training and the client sum add in another order), the same ledger, round
@@ -289,14 +291,30 @@ def test_full_participation_estimate_of_the_row_layout_is_far_below_the_dense_on
 
 def test_a_quantized_row_uplinks_estimate_is_its_packed_codes_not_float64_tables(tiny):
     """FedMF / CoLR quantized by their held rows: the estimate holds each client's packed codes (the message)
-    and row-sized buffers, not the float64 copies of whole tables that a noisy link's quantizer still makes."""
+    and row-sized buffers, not float64 copies of whole tables; over a noisy link, also the float32 tables received
+    (a zero can arrive nonzero) and their decode."""
     cfg = RunConfig(method="fedmf", clients_per_round=30, dim=64, up_bits=4)
     M, N, d = 30, tiny.n_items, 64
     codes = estimate_memory(cfg, tiny)["packed codes of the quantized uplink"]
     noisy = estimate_memory(cfg.replace(up_link_budget=1), tiny)
-    assert noisy["quantizer of the uplink (float64 copies of the payload)"] == 4 * M * N * d * 8
-    assert M * N * d * 5 // 8 < codes < M * N * d * 8 * 2  # the 5-bit codes; half the noisy link's float64 copies
-    assert "packed codes of the quantized uplink" not in noisy
+    assert M * N * d * 5 // 8 < codes < 2 * M * N * d * 8  # the 5-bit codes; half the whole-table quantizer's copies
+    assert noisy["packed codes of the quantized uplink"] == codes
+    assert noisy["whole tables received over the noisy uplink"] == 2 * M * N * d * 4 + 2 * M * N * d * 8
+    assert "whole tables received over the noisy uplink" not in estimate_memory(cfg, tiny)
+    assert not any(k.startswith("quantizer of the uplink") for k in {**noisy, **estimate_memory(cfg, tiny)})
+
+
+def test_a_noisy_uplink_too_large_for_memory_is_refused_with_the_link_named(tiny, monkeypatch):
+    """A noisy link delivers whole tables: when those are what does not fit, the refusal says the link is why."""
+    cfg = RunConfig(method="fedmf", clients_per_round=30, dim=64, up_bits=4, up_link_budget=1)
+    est = estimate_memory(cfg, tiny)
+    assert max(est, key=est.get) == "whole tables received over the noisy uplink"
+    monkeypatch.setenv(MEMORY_ENV, str(sum(est.values()) / 2**30 / 2))
+    with pytest.raises(ConfigError, match=r"clients_per_round=30 is invalid with dim=64.*largest: whole tables received "
+                                          r"over the noisy uplink.*or use a method that sends rows .* or a noisy link"):
+        Simulation(cfg, tiny)
+    monkeypatch.setenv(MEMORY_ENV, str(sum(est.values()) / 2**30 * 2))
+    Simulation(cfg, tiny)  # fits
 
 
 def test_topk_is_decoded_onto_the_touched_rows_even_where_a_noisy_link_moves_padding_off_them(tiny, monkeypatch):

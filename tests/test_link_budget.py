@@ -1,6 +1,7 @@
 """The wireless channel in the core engine: quantized messages over links with a budget (log2 K levels)."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -54,3 +55,71 @@ def test_bad_budgets_name_the_field_and_defaults_keep_the_cache_key():
 def test_the_explorer_link_sets_the_channel():
     p = parse({"up_bits": "8", "up_link_budget": "4"}, EXPLORER)
     assert not p.warnings and p.cfg.up_link_budget == 4 and p.cfg.up_bits == 8
+
+
+def _message(M=5, n=61, bits=4, bucket=8, seed=0):
+    """A packed QSGD message whose clients hold a few rows: most buckets without a norm, zeros beside held values."""
+    from labcore.methods.quantize import pack_codes, quantize
+
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(M, n, generator=g) * (torch.rand(M, n, generator=g) < 0.15)
+    x[2] = 0.0  # a client that holds nothing
+    levels, signs, norms = quantize(x, bits, bucket, g)
+    return pack_codes(levels.numpy(), signs.numpy(), bits), norms.numpy(), levels, signs
+
+
+@pytest.mark.parametrize("block", [None, 1], ids=["one-block", "a-block-per-client"])
+def test_the_channel_on_packed_codes_is_eq6_on_the_levels_with_draws_where_a_bucket_has_a_norm(block, monkeypatch):
+    """`transmit_packed` gives what Eq. (6) and the dequantizer give on the unpacked levels (the float64 steps of
+    `transmit_levels` and `dequantize`) with one normal and one uniform per value of a bucket with a norm (a block of
+    clients' normals, then its uniforms): bit for bit; a bucket without a norm arrives as zeros, drawing nothing."""
+    from labcore.methods.quantize import draws_for
+    from labcore.net import channel
+
+    M, n, bits, bucket, budget = 5, 61, 4, 8, 1
+    packed, norms, levels, signs = _message(M, n, bits, bucket)
+    if block:
+        monkeypatch.setattr(channel, "BLOCK_VALUES", block)
+    got = channel.transmit_packed(packed, norms, n, bits, bucket, budget, torch.Generator().manual_seed(3))
+
+    s, sigma = 2**bits - 1, channel.noise_std(budget)
+    has_norm = np.repeat(norms > 0, bucket, axis=1)[:, :n]
+    rng = draws_for(torch.Generator().manual_seed(3))
+    want = np.zeros((M, n), dtype=np.float32)
+    for clients in ([[m] for m in range(M)] if block else [list(range(M))]):
+        at = has_norm[clients]
+        z, u = rng.standard_normal(int(at.sum())), rng.random(int(at.sum()))
+        y = levels.numpy()[clients][at] / s + z * sigma
+        r = np.clip(y, 0.0, 1.0) * s
+        lv = np.minimum(np.floor(r) + (u < r - np.floor(r)), s)
+        norm = np.repeat(norms[clients], bucket, axis=1)[:, :n][at].astype(np.float64)
+        part = want[clients]
+        part[at] = ((lv / s) * np.where(signs.numpy()[clients][at], -1.0, 1.0) * norm).astype(np.float32)
+        want[clients] = part
+    assert np.array_equal(got.numpy(), want)
+    assert (got.numpy()[~has_norm] == 0).all() and (got.numpy()[has_norm & (levels.numpy() == 0)] != 0).any()
+    with pytest.raises(channel.ChannelError, match="budget_bits=4 carries 15 levels exactly"):
+        channel.transmit_packed(packed, norms, n, bits, bucket, 4, torch.Generator())
+
+
+def test_the_channel_on_packed_codes_delivers_each_level_as_the_torch_channel_does():
+    """The received levels' distribution (its mean and how often a level stays put) is that of `transmit_levels`, the
+    channel on unpacked levels with torch's draws, for the levels a message holds: 0 (a zero, or a small value) and
+    a large one."""
+    from labcore.methods.quantize import pack_codes
+    from labcore.net import channel
+
+    bits, budget, n = 4, 1, 200_000
+    s = 2**bits - 1
+    for level in (0, 11):
+        levels = np.full((1, n), level, dtype=np.int64)
+        packed = pack_codes(levels, np.zeros((1, n), dtype=bool), bits)
+        norms = np.ones((1, 1), dtype=np.float32)  # one bucket of norm 1: a received value is its level / s
+        new = channel.transmit_packed(packed, norms, n, bits, n, budget, torch.Generator().manual_seed(1)).numpy() * s
+        new = np.rint(new).astype(np.int64)
+        old = channel.transmit_levels(torch.from_numpy(levels), s, budget, torch.Generator().manual_seed(2)).numpy()
+        for stat in (lambda v: v.mean(), lambda v: (v == level).mean()):
+            a, b = stat(new), stat(old)
+            spread = max(np.std(new), 0.5) / np.sqrt(n)  # the standard error of a mean of n draws (a share's is <= 0.5)
+            assert abs(a - b) < 6 * spread, (level, a, b)
+        assert new.min() >= 0 and new.max() <= s and (new != level).mean() > 0.3  # the link does move levels

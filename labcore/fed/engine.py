@@ -137,8 +137,8 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
 
     An upper estimate from the shapes the round builds: the schedule and per-slot tensors of local training,
     the touched rows (update, row index, the client sum's run tables), and clients x items x width tables
-    where a layout or codec still needs them (the dense layout; encryption, and quantization over a noisy link or
-    of a payload not held by rows, work on each client's whole payload).
+    where a layout or codec still needs them (the dense layout; encryption and the quantization of a payload not
+    held by rows work on each client's whole payload; a noisy link delivers whole tables).
     """
     M, N, d = cfg.clients_per_round, data.n_items, cfg.dim
     width = cfg.rank if cfg.method in ("colr", "scolr") else d
@@ -176,6 +176,9 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
         est["packed codes of the quantized uplink"] = (M * int(packed_bytes(N * width, cfg.up_bits)) + rows * width * 4
                                                        + min(BLOCK_VALUES, rows * width) * 8
                                                        + M * -(-N * width // cfg.quant_bucket) * 12)
+        if cfg.noisy_uplink():  # a zero can arrive nonzero: the server receives and decodes whole tables
+            est["whole tables received over the noisy uplink"] = 2 * dense_table + 2 * min(BLOCK_VALUES,
+                                                                                          M * N * width) * 8
     elif cfg.up_bits:  # QSGD rounds every value of each client's payload: Top-K's k values, else its whole table
         # (by rows or not; for SVD that bound also holds its dense decode)
         payload = topk_count(N * d, cfg.topk_ratio) if cfg.method == "topk" else N * width
@@ -194,7 +197,7 @@ def check_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows") ->
         return
     width_field = "rank" if cfg.method in ("colr", "scolr") else "dim"
     biggest = max(est, key=est.get)
-    dense = biggest.startswith(("dense", "quant", "encr"))
+    dense = biggest.startswith(("dense", "quant", "encr", "whole"))
     raise ConfigError(
         f"clients_per_round={cfg.clients_per_round} is invalid with {width_field}={getattr(cfg, width_field)}, "
         f"method={cfg.method!r} on {data.name}: one round needs about {need / 2**30:.1f} GiB of memory (largest: "

@@ -13,7 +13,7 @@ from numba import njit
 
 from ..methods.base import FLOAT_KINDS, RowBlock, Wire
 from ..methods.quantize import dequantize, pack_codes, packed_bytes, quantize_blocks, quantize_rows
-from ..net.channel import exceeds, transmit_levels
+from ..net.channel import exceeds, transmit_levels, transmit_packed
 from .local_train import RowUpdate
 from .workspace import Workspace
 
@@ -22,8 +22,8 @@ def quantize_wires(wires: list[Wire], bits: int, bucket: int, gen: torch.Generat
                    link_budget: int = 0, workspace: Workspace | None = None) -> tuple[list[Wire], list[Wire]]:
     """QSGD on every float part: send packed codes + per-bucket norms; the receiver gets the dequantized values.
 
-    A payload held by the rows the clients touched (FedMF, CoLR, SCoLR) is drawn for, coded and received by those
-    rows (`quantize_by_rows`), unless the link is noisy (it can move a zero off the rows).
+    A payload held by the rows the clients touched (FedMF, CoLR, SCoLR) is drawn for and coded by those rows, and
+    received by them too unless the link is noisy (it can move a zero off the rows): `quantize_by_rows`.
 
     `link_budget` (log2 K, 0 = no limit): the channel of `labcore.net.channel` (Eq. 6 of the wireless topic)
     carries levels beyond K with noise, so the receiver decodes what the channel delivered; what is sent and
@@ -39,8 +39,8 @@ def quantize_wires(wires: list[Wire], bits: int, bucket: int, gen: torch.Generat
             sent.append(w)
             received.append(w)
             continue
-        by_rows = w.rows is not None and not exceeds(2**bits - 1, link_budget)
-        packed, norms, arrived = (quantize_by_rows(w, bits, bucket, gen, workspace) if by_rows
+        by_rows = w.rows is not None
+        packed, norms, arrived = (quantize_by_rows(w, bits, bucket, gen, workspace, link_budget) if by_rows
                                   else quantize_whole(w, bits, bucket, gen, link_budget))
         if by_rows:
             workspace = None  # its buffers now hold this part's message: a second part makes its own
@@ -51,13 +51,17 @@ def quantize_wires(wires: list[Wire], bits: int, bucket: int, gen: torch.Generat
     return sent, received
 
 
-def quantize_by_rows(w: Wire, bits: int, bucket: int, gen: torch.Generator,
-                     workspace: Workspace | None = None) -> tuple[torch.Tensor, torch.Tensor, Wire]:
-    """A part held by rows: one draw per held value (`quantize_rows`); received by the same rows. Returns the packed
+def quantize_by_rows(w: Wire, bits: int, bucket: int, gen: torch.Generator, workspace: Workspace | None = None,
+                     link_budget: int = 0) -> tuple[torch.Tensor, torch.Tensor, Wire]:
+    """A part held by rows: one draw per held value (`quantize_rows`); received by the same rows, or over a noisy link
+    as the (M, n) tables the channel delivers from the packed codes (`channel.transmit_packed`). Returns the packed
     codes, the norms and the received part."""
     u = w.rows.update
     packed, norms, values = quantize_rows(u.values, u.indptr, np.ascontiguousarray(u.item.numpy()), u.n_items,
                                           w.rows.layout == "factor", bits, bucket, gen, workspace)
+    if exceeds(2**bits - 1, link_budget):
+        table = transmit_packed(packed, norms.numpy(), w.shape[1], bits, bucket, link_budget, gen)
+        return torch.from_numpy(packed), norms, w.with_data(table, exact_zeros=False)
     arrived = Wire(w.name, w.kind, None, w.lengths, w.bits_per_value,
                    rows=RowBlock(u.with_values(values), w.rows.layout))
     return torch.from_numpy(packed), norms, arrived

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..methods.quantize import MAX_LEVELS_LOG2, qsgd_omega, requantize
+from ..methods.quantize import BLOCK_VALUES, MAX_LEVELS_LOG2, draws_for, qsgd_omega, requantize
+from .channel_kernels import transmit_codes
 
 MAX_BUDGET_BITS = MAX_LEVELS_LOG2
 
@@ -62,6 +63,37 @@ def transmit_levels(levels: torch.Tensor, k: int, budget_bits: int, gen: torch.G
     y.add_(w)  # in place, the same values: each float64 copy of a full-participation payload is 0.7 GB
     del w
     return requantize(y.clamp_(0.0, 1.0), k, gen)
+
+
+def transmit_packed(packed: np.ndarray, norms: np.ndarray, n: int, bits: int, bucket: int, budget_bits: int,
+                    gen: torch.Generator) -> torch.Tensor:
+    """Eq. (6) on a packed QSGD message (`quantize.pack_codes` rows of n values, `bits`-bit levels, float32 norms
+    (M, n_buckets) as sent): the receiver's dequantized (M, n) float32 table. Levels beyond the budget arrive noisy,
+    so a zero can arrive nonzero, but only in a bucket with a norm: the channel is drawn for there alone
+    (`channel_kernels`), one normal and one uniform per value, numpy's (PCG64, seeded by one draw of `gen`), a block
+    of clients at a time (all its normals, then its uniforms). A link within its budget delivers the codes as sent."""
+    _check_bits("budget_bits", budget_bits)
+    s = 2**bits - 1
+    if not exceeds(s, budget_bits):
+        raise ChannelError(f"budget_bits={budget_bits} carries {s} levels exactly: decode the codes as sent")
+    M, nb = norms.shape
+    lengths = np.minimum(bucket, n - bucket * np.arange(nb))  # the last bucket may be short
+    drawn = (norms > 0).astype(np.int64) @ lengths  # per client: the values of its buckets with a norm
+    out = torch.zeros((M, n), dtype=torch.float32)  # a page no bucket with a norm reaches is never touched
+    rng, sigma = draws_for(gen), noise_std(budget_bits)
+    z = np.empty(max(min(BLOCK_VALUES, int(drawn.sum())), int(drawn.max(initial=0))))
+    u = np.empty_like(z)
+    ends = np.concatenate([[0], np.cumsum(drawn)])
+    a = 0
+    while a < M:  # clients a..b-1: as many as BLOCK_VALUES draws hold, at least one
+        b = max(a + 1, int(np.searchsorted(ends, ends[a] + BLOCK_VALUES, side="right")) - 1)
+        total = int(ends[b] - ends[a])
+        rng.standard_normal(out=z[:total])
+        rng.random(out=u[:total])
+        transmit_codes(packed[a:b], norms[a:b], n, bits + 1, bucket, float(s), sigma, ends[a:b] - ends[a], z, u,
+                       out[a:b].numpy())
+        a = b
+    return out
 
 
 def effective_omega(d: int, k: float, budget_bits: int) -> float:

@@ -1,0 +1,46 @@
+"""The budget channel (Eq. 6) applied to a packed QSGD message, compiled (numba).
+
+A noisy link moves zeros: a value that left as level 0 can arrive as a small level, so a client's whole table
+arrives, not only the rows it holds. But a value's received level is scaled by its bucket's norm, and a bucket whose
+norm is zero (nothing held in it) arrives as zeros whatever the channel does. So the channel is drawn for only in
+buckets with a norm, read straight from the packed codes (no (M, n) tables of levels, signs or float64 copies).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def transmit_codes(packed, norms, n, width, bucket, s, sigma, first, z, u, out):
+    """out[m, j] (float32, zeroed) for each value j of client m's buckets with a norm: its code's level l (of 0..s)
+    and sign sent through the channel, y = l / s + sigma z clipped to [0, 1], rounded back onto the grid to
+    floor(y s) + [u < y s - floor(y s)], then dequantized as `quantize_kernels.qsgd_values` does. The
+    float64 operations and their order are those of `channel.transmit_levels` + `quantize.dequantize`; z and u are
+    client m's draws from first[m] on, one each per value of its buckets with a norm, in order."""
+    mask = (np.uint64(1) << np.uint64(width)) - np.uint64(1)
+    for m in range(packed.shape[0]):
+        t = first[m]
+        row, codes = out[m], packed[m]
+        for q in range(norms.shape[1]):
+            norm = np.float64(norms[m, q])
+            if norm == 0.0:  # every value of the bucket arrives as 0 x level
+                continue
+            j0, j1 = q * bucket, min(q * bucket + bucket, n)
+            o = (j0 * width) >> 3  # the bucket's codes read in order from the byte of its first bit on
+            acc, held = np.uint64(codes[o]) >> np.uint64((j0 * width) & 7), 8 - ((j0 * width) & 7)
+            o += 1
+            for j in range(j0, j1):
+                while held < width:  # at most 5 bytes: width <= 33
+                    acc |= np.uint64(codes[o]) << np.uint64(held)
+                    held += 8
+                    o += 1
+                code = acc & mask
+                acc >>= np.uint64(width)
+                held -= width
+                y = np.float64(code >> np.uint64(1)) / s + z[t] * sigma
+                r = min(max(y, 0.0), 1.0) * s
+                low = np.floor(r)
+                lv = low + np.float64(u[t] < r - low)  # at most s: r <= s, and r = s has no fraction
+                row[j] = np.float32(((lv / s) * (-1.0 if code & np.uint64(1) else 1.0)) * norm)
+                t += 1
