@@ -280,6 +280,33 @@ def test_flower_refuses_what_it_cannot_carry(tmp_path):
         F.NodeWork(_cfg("colr", **CKKS), data, np.arange(10), 0)
     with pytest.raises(FileNotFoundError, match="secret.ctx not found"):
         F.NodeWork(_cfg("colr", **CKKS), data, np.arange(10), 0, keys=str(tmp_path)).train(0, 1, np.array([0]))
+    # the nodes and the server exchange the codes as sent: a noisy link would be silently clean
+    with pytest.raises(ValueError, match=r"up_link_budget=3 is not available over Flower with up_bits=8: allowed values "
+                                         r"are 0 \(no limit\) and 8..24, budgets that carry all 255 levels exactly"):
+        F.NodeWork(_cfg("colr", up_bits=8, up_link_budget=3), data, np.arange(10), 0)
+    with pytest.raises(ValueError, match=r"down_link_budget=2 is not available over Flower with down_bits=32: allowed "
+                                         r"values are 0 \(no limit\) \(the noisy"):
+        F.NodeWork(_cfg("colr", down_bits=32, down_link_budget=2), data, np.arange(10), 0)
+    F.NodeWork(_cfg("colr", up_bits=8, up_link_budget=8), data, np.arange(10), 0)  # a link that carries every level
+    # refused before any process starts, not from inside the ServerApp
+    from labcore.scale.deploy import LocalFederation
+    from labcore.scale.simulate import run_flower
+
+    noisy = _cfg("colr", up_bits=8, up_link_budget=3)
+    with pytest.raises(ValueError, match="up_link_budget=3 is not available over Flower"):
+        run_flower(noisy, nodes=2)
+    with pytest.raises(ValueError, match="up_link_budget=3 is not available over Flower"):
+        LocalFederation(nodes=2, workdir=tmp_path / "fed").run(noisy, tmp_path / "out")
+
+
+@pytest.mark.parametrize("mode", ["sim", "deploy"])
+def test_the_flower_command_refuses_a_noisy_link_before_starting_a_federation(mode, capsys, monkeypatch):
+    from labcore.cli import main
+    from labcore.scale import deploy
+
+    monkeypatch.setattr(deploy.LocalFederation, "start", lambda self: pytest.fail("a federation was started"))
+    assert main(["flower", mode, "--dataset", "synthetic", "--up-bits", "8", "--up-link-budget", "3"]) == 2
+    assert "up_link_budget=3 is not available over Flower with up_bits=8" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -93,6 +93,9 @@ def cmd_flower(ns) -> int:
               "public.ctx on the server (labcore.scale.encrypted.write_keys)\n"
               "(docs/scale-out.md: the connection in $FLWR_HOME/config.toml, one labcore install per machine)")
         return 0
+    from .federation import check_supported
+
+    check_supported(cfg)  # before the federation's processes start
     if ns.mode == "sim":
         from .simulate import run_flower
 

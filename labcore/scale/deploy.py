@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from ..config import RunConfig
-from .federation import config_to_text
+from .federation import check_supported, config_to_text
 
 APP_DIR = Path(__file__).parent / "app"
 HOST = "127.0.0.1"
@@ -158,6 +158,7 @@ class LocalFederation:
     # --- a run ----------------------------------------------------------------------------------
     def run(self, cfg: RunConfig, out: Path | str, draws: str = "engine", timeout: float = 600.0) -> Path:
         """`flwr run` the lab's app on this federation; the ServerApp writes its CSVs to `out`."""
+        check_supported(cfg)  # here, not first in the ServerApp, whose error would reach the user inside flwr's log
         out = Path(out).resolve()
         overrides = {"config": config_to_text(cfg), "nodes": self.nodes, "draws": draws, "out": str(out),
                      "timeout": float(timeout)}

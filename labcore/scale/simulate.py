@@ -16,6 +16,7 @@ import os
 import tempfile
 
 from ..config import RunConfig
+from .federation import check_supported
 from .flower_app import FlowerRun, Spec, make_apps
 
 
@@ -34,6 +35,8 @@ def run_flower(cfg: RunConfig, nodes: int | None = None, *, draws: str = "engine
     from flwr.simulation import run_simulation
 
     from .flower_app import load_data
+
+    check_supported(cfg)  # before Ray starts: inside the ServerApp it would end as "ended without a result"
     from .ray_runs import connect
 
     n_users = load_data(cfg).n_users
