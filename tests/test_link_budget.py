@@ -68,15 +68,17 @@ def _message(M=5, n=61, bits=4, bucket=8, seed=0):
     return pack_codes(levels.numpy(), signs.numpy(), bits), norms.numpy(), levels, signs
 
 
+@pytest.mark.parametrize("bits,budget", [(4, 1), (32, 20)], ids=["5-bit-codes", "33-bit-codes"])
 @pytest.mark.parametrize("block", [None, 1], ids=["one-block", "a-block-per-client"])
-def test_the_channel_on_packed_codes_is_eq6_on_the_levels_with_draws_where_a_bucket_has_a_norm(block, monkeypatch):
+def test_the_channel_on_packed_codes_is_eq6_on_the_levels_with_draws_where_a_bucket_has_a_norm(block, bits, budget,
+                                                                                               monkeypatch):
     """`transmit_packed` gives what Eq. (6) and the dequantizer give on the unpacked levels (the float64 steps of
     `transmit_levels` and `dequantize`) with one normal and one uniform per value of a bucket with a norm (a block of
     clients' normals, then its uniforms): bit for bit; a bucket without a norm arrives as zeros, drawing nothing."""
     from labcore.methods.quantize import draws_for
     from labcore.net import channel
 
-    M, n, bits, bucket, budget = 5, 61, 4, 8, 1
+    M, n, bucket = 5, 61, 8
     packed, norms, levels, signs = _message(M, n, bits, bucket)
     if block:
         monkeypatch.setattr(channel, "BLOCK_VALUES", block)
@@ -99,7 +101,7 @@ def test_the_channel_on_packed_codes_is_eq6_on_the_levels_with_draws_where_a_buc
     assert np.array_equal(got.numpy(), want)
     assert (got.numpy()[~has_norm] == 0).all() and (got.numpy()[has_norm & (levels.numpy() == 0)] != 0).any()
     with pytest.raises(channel.ChannelError, match="budget_bits=4 carries 15 levels exactly"):
-        channel.transmit_packed(packed, norms, n, bits, bucket, 4, torch.Generator())
+        channel.transmit_packed(packed, norms, n, 4, bucket, 4, torch.Generator())
 
 
 def test_the_channel_on_packed_codes_delivers_each_level_as_the_torch_channel_does():
