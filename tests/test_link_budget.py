@@ -44,6 +44,29 @@ def test_the_channel_adds_noise_only_on_the_receiving_side():
     assert err_b > 3 * err_a  # 255 levels through a 4-level channel
 
 
+@pytest.mark.parametrize("layout", ["item", "factor"])
+def test_a_payload_held_by_rows_sends_the_clean_links_codes_and_receives_whole_tables(layout):
+    """FedMF's / CoLR's uplink over a noisy link: the codes and norms sent are those of a clean link with the same
+    seed (the channel acts after them); the receiver gets each client's whole table, zeros moved in the buckets
+    that hold a value, none elsewhere."""
+    from labcore.fed.local_train import RowUpdate
+    from labcore.methods.base import RowBlock
+
+    M, N, k, bucket = 4, 40, 3, 12
+    g = torch.Generator().manual_seed(0)
+    touched = torch.rand(M, N, generator=g) < 0.1
+    rows = RowUpdate.from_dense(torch.randn(M, N, k, generator=g) * touched[..., None], touched)
+    wires = [Wire("u", "values", None, rows=RowBlock(rows, layout))]
+    sent_a, recv_a = quantize_wires(wires, 8, bucket, torch.Generator().manual_seed(1))
+    sent_b, recv_b = quantize_wires(wires, 8, bucket, torch.Generator().manual_seed(1), link_budget=3)
+    assert all(torch.equal(a.data, b.data) for a, b in zip(sent_a, sent_b))  # codes, then norms
+    assert recv_a[0].rows is not None and recv_b[0].rows is None and not recv_b[0].exact_zeros
+    clean, noisy = recv_a[0].dense(), recv_b[0].dense()
+    assert noisy.shape == clean.shape == (M, N * k)
+    with_norm = np.repeat(sent_b[1].data.numpy() > 0, bucket, axis=1)[:, :N * k]
+    assert (noisy[~with_norm] == 0).all() and (noisy[with_norm & (clean == 0).numpy()] != 0).any()
+
+
 def test_bad_budgets_name_the_field_and_defaults_keep_the_cache_key():
     with pytest.raises(ValueError, match="down_link_budget=30 is invalid"):
         RunConfig(down_bits=8, down_link_budget=30)
