@@ -146,7 +146,7 @@ class RunConfig(TypedConfig):
         skip += tuple(f"{d}_link_budget" for d in ("up", "down") if not getattr(self, f"{d}_bits"))
         d = {k: v for k, v in self.to_dict().items() if k not in skip}
         if self.up_bits:  # a quantized uplink's numbers changed with its summation order and draws (_QUANTIZED_UPLINK)
-            d["quantized_uplink"] = ((_QUANTIZED_BY_ROWS_NOISY if self.noisy_uplink() else _QUANTIZED_BY_ROWS)
+            d["quantized_uplink"] = ((_QUANTIZED_BY_ROWS_NOISY if self.noisy_link("up") else _QUANTIZED_BY_ROWS)
                                      if self.quantized_by_rows() else _QUANTIZED_UPLINK)
         return hash_key(d)
 
@@ -183,14 +183,15 @@ class RunConfig(TypedConfig):
 
     def quantized_by_rows(self) -> bool:
         """A quantized uplink of a method in ROW_QUANTIZED: drawn for and coded by the rows the clients hold
-        (`quantize.quantize_rows`); received by them too unless the link is noisy (`noisy_uplink`)."""
+        (`quantize.quantize_rows`); received by them too unless the link is noisy (`noisy_link`)."""
         return bool(self.up_bits) and self.method in ROW_QUANTIZED
 
-    def noisy_uplink(self) -> bool:
-        """A quantized uplink with more levels than its link's budget carries exactly: it can move a zero."""
+    def noisy_link(self, way: str) -> bool:
+        """A quantized link ("up" or "down") with more levels than its budget carries exactly: it can move a zero."""
         from .net.channel import exceeds
 
-        return bool(self.up_bits) and exceeds(2**self.up_bits - 1, self.up_link_budget)
+        bits = getattr(self, f"{way}_bits")
+        return bool(bits) and exceeds(2**bits - 1, getattr(self, f"{way}_link_budget"))
 
     def ckks_chain(self) -> tuple[int, ...]:
         """The coefficient modulus actually used: ckks_coeff_bits, or (60, ckks_scale_bits, 60)."""

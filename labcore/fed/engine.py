@@ -31,7 +31,6 @@ from ..methods.base import Wire
 from ..methods.compress import topk_count
 from ..methods.quantize import BLOCK_VALUES, packed_bytes
 from ..metrics import effective_rank_stats, hit_ratio_ndcg
-from ..net.channel import exceeds
 from ..net.ledger import Ledger
 from ..net.wallclock import RoundTimeModel
 from ..results import ROUND_COLUMNS, Result
@@ -165,7 +164,7 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
         # the message (values, indices) as sent and as received, then the decoded rows; when a noisy link may move
         # zeros of a short client's padding off its rows (QSGD keeps a zero at zero), the rows they land on inserted
         # (a second copy of the rows): only the padding in the quantizer's bucket of the client's last values moves
-        off_rows = cfg.up_bits and exceeds(2**cfg.up_bits - 1, cfg.up_link_budget)
+        off_rows = cfg.noisy_link("up")
         received = M * min(N, -(-min(k, cfg.quant_bucket) // d) + 1) * d * 4 if off_rows else 0
         est["Top-K message and its decode"] = M * k * 16 + rows * d * 4 * (2 if off_rows else 1) + received
     if cfg.scaffold:  # every user's c_i by the rows it last touched (all users, not the cohort), the round's old
@@ -176,7 +175,7 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
         est["packed codes of the quantized uplink"] = (M * int(packed_bytes(N * width, cfg.up_bits)) + rows * width * 4
                                                        + min(BLOCK_VALUES, rows * width) * 8
                                                        + M * -(-N * width // cfg.quant_bucket) * 12)
-        if cfg.noisy_uplink():  # a zero can arrive nonzero: the server receives and decodes whole tables
+        if cfg.noisy_link("up"):  # a zero can arrive nonzero: the server receives and decodes whole tables
             est["whole tables received over the noisy uplink"] = 2 * dense_table + 2 * min(BLOCK_VALUES,
                                                                                           M * N * width) * 8
     elif cfg.up_bits:  # QSGD rounds every value of each client's payload: Top-K's k values, else its whole table

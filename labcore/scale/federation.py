@@ -31,7 +31,7 @@ from ..fed.mods import item_mask_wire, quantize_wires
 from ..methods import make_method
 from ..methods.base import FLOAT_KINDS, RoundSetup, Wire
 from ..methods.quantize import dequantize, unpack_codes
-from ..net.channel import MAX_BUDGET_BITS, exceeds
+from ..net.channel import MAX_BUDGET_BITS
 from ..net.ledger import Ledger
 
 DRAWS = ("engine", "local")
@@ -63,8 +63,8 @@ def check_supported(cfg: RunConfig) -> None:
                              "optimizers, stragglers, dropout, the backdoors, the defenses and the personal models run "
                              "in the lab's engine)")
     for way in ("up", "down"):  # the nodes and the server exchange the codes as sent: no channel between them
-        bits, budget = getattr(cfg, f"{way}_bits"), getattr(cfg, f"{way}_link_budget")
-        if bits and exceeds(2**bits - 1, budget):
+        if cfg.noisy_link(way):
+            bits, budget = getattr(cfg, f"{way}_bits"), getattr(cfg, f"{way}_link_budget")
             exact = (f" and {bits}..{MAX_BUDGET_BITS}, budgets that carry all {2**bits - 1} levels exactly"
                      if bits <= MAX_BUDGET_BITS else "")
             raise ValueError(f"{way}_link_budget={budget} is not available over Flower with {way}_bits={bits}: allowed "

@@ -35,9 +35,9 @@ def run_flower(cfg: RunConfig, nodes: int | None = None, *, draws: str = "engine
     from flwr.simulation import run_simulation
 
     from .flower_app import load_data
+    from .ray_runs import connect
 
     check_supported(cfg)  # before Ray starts: inside the ServerApp it would end as "ended without a result"
-    from .ray_runs import connect
 
     n_users = load_data(cfg).n_users
     nodes = nodes or min(cfg.clients_per_round, n_users)
