@@ -13,9 +13,10 @@ codes are drawn for by the held rows and the channel from the packed codes where
 are then skipped.
 
 Then, for the same message, the by-rows quantizer alone three ways, the same draws, the same bytes (checked): each
-value coded and packed on its own in fresh arrays (before), an item-major row's values coded as runs (FedMF: the
-vectorized pass; CoLR's factor-major rows keep the value-by-value one), and that in a workspace kept from call to call
-as the engine's rounds keep it (no fresh pages to fault in; below `KEEP_QUANTIZED_BYTES`).
+value coded and packed on its own in fresh arrays (before), coded by runs through the vectorized loop (FedMF's
+item-major rows a bucket's run of a row at a time, CoLR's factor-major rows a bucket's run of a column), and that in a
+workspace kept from call to call as the engine's rounds keep it (no fresh pages to fault in; below
+`KEEP_QUANTIZED_BYTES`).
 
 One round of the engine gives the cohort's uplink (its touched rows); each way quantizes it, the server decodes it
 and aggregates it as the CoLR papers' runs do (`item_mean`). The two draw different numbers, so their aggregates
@@ -115,14 +116,10 @@ def by_rows_passes(block, bits: int, bucket: int) -> None:
     held = ws.nbytes("quantized_codes", "quantized_values", "quantized_draws")
     print(f"  quantize_rows alone ({block.layout}-major rows, {u.values.numel():,} held values), the same bytes "
           f"three ways: {same}")
-    print(f"    each value coded and packed on its own, fresh arrays (before) {t_each:.3f} s")
-    if block.layout == "factor":
-        print("    (factor-major rows are coded value by value either way; fresh arrays again:    "
-              f"{t_runs:.3f} s)")
-    else:
-        print(f"    item-major rows coded by runs, fresh arrays                    {t_runs:.3f} s   "
-              f"ratio {t_each / t_runs:.1f}x")
-    print(f"    by runs in a workspace kept from call to call (now)            {t_kept:.3f} s   "
+    print(f"    {'each value coded and packed on its own, fresh arrays (before)':<63}{t_each:.3f} s")
+    print(f"    {block.layout + '-major rows coded by runs, fresh arrays':<63}{t_runs:.3f} s   "
+          f"ratio {t_each / t_runs:.1f}x")
+    print(f"    {'by runs in a workspace kept from call to call (now)':<63}{t_kept:.3f} s   "
           f"ratio {t_each / t_kept:.1f}x"
           + ("" if held else f"   (above KEEP_QUANTIZED_BYTES = {KEEP_QUANTIZED_BYTES / 2**20:.0f} MiB: not kept)"))
 

@@ -259,8 +259,9 @@ def test_a_quantized_uplink_read_back_onto_the_touched_rows_is_its_dense_decode(
 
 
 # (N, k, bits, bucket): rows across buckets, packed rows sharing their first and last bytes (k (bits + 1) not a
-# multiple of 8); rows long enough for the vectorized loops of the item-major pass; 32 bits (33-bit codes)
-QUANTIZED_ROW_SHAPES = [(11, 3, 3, 7), (9, 37, 6, 48), (7, 24, 32, 40)]
+# multiple of 8); rows long enough for the vectorized loops of the item-major pass; 32 bits (33-bit codes); columns
+# long enough for the vectorized loop of the factor-major pass (runs of a bucket within a column)
+QUANTIZED_ROW_SHAPES = [(11, 3, 3, 7), (9, 37, 6, 48), (7, 24, 32, 40), (90, 3, 7, 40)]
 
 
 @pytest.mark.parametrize("shape", QUANTIZED_ROW_SHAPES, ids=lambda s: "N{}-k{}-{}bit-bucket{}".format(*s))

@@ -152,6 +152,46 @@ def _run_codes(values, r, j0, j1, u, s, norm, norm32, out, codes):
 
 
 @njit(cache=True)
+def _factor_column_codes(values, lo, hi, item, j, n_items, bucket, bucket_of, u, s, width, norms, norms32, row, out,
+                         run):
+    """Column j of a client's factor-major rows lo:hi (items ascending, `qsgd_rows`' arguments otherwise): positions
+    j N + item[r] ascending, so the rows fall into the column's buckets in runs. A run's values and draws are gathered
+    into the contiguous scratch `run` (x, u, values, codes: `_column_scratch`) and coded by `_run_codes` (vectorized;
+    each value's float64 steps are those of coding it on its own), then scattered back and ORed into the packed row.
+    The same codes and values as value by value; that loop stayed scalar (a column's values are k apart in memory)."""
+    xs, us, vs, codes = run
+    row_bytes = row.shape[0]
+    span = (width + 7 + 7) // 8  # the bytes a code can touch
+    base = j * n_items
+    r = lo
+    while r < hi:
+        q = bucket_of[base + item[r]]
+        end = (q + 1) * bucket - base  # the first item past bucket q in this column
+        r1 = r + 1
+        while r1 < hi and item[r1] < end:
+            r1 += 1
+        for t in range(r, r1):
+            xs[0, t - r] = values[t, j]
+            us[0, t - r] = u[t, j]
+        _run_codes(xs, 0, 0, r1 - r, us, s, norms[q], norms32[q], vs, codes)
+        for t in range(r, r1):
+            out[t, j] = vs[0, t - r]
+            bit = (base + item[t]) * width
+            code = codes[t - r] << np.uint64(bit & 7)  # width <= 33 and a shift below 8: fits in 64 bits
+            o = bit >> 3
+            for c in range(min(span, row_bytes - o)):
+                row[o + c] |= np.uint8((code >> np.uint64(8 * c)) & np.uint64(255))
+        r = r1
+
+
+@njit(cache=True)
+def _column_scratch(n):
+    """`_factor_column_codes`' scratch for runs of up to n values."""
+    return (np.empty((1, n), dtype=np.float32), np.empty((1, n), dtype=np.float64),
+            np.empty((1, n), dtype=np.float32), np.empty(n, dtype=np.uint64))
+
+
+@njit(cache=True)
 def _or_run(row, bit, codes, width):
     """OR the codes, `width` bits each, into the bytes of `row` from bit `bit` on, least significant bit first
     (`pack_fixed`'s layout for a run of consecutive payload positions). ORed, not stored: the run's first and last
@@ -184,12 +224,19 @@ def qsgd_rows(values, indptr, item, n_items, factor, bucket, bucket_of, u, s, wi
 
     Item-major (FedMF), a row is a run of consecutive positions: with `runs`, coded a bucket's run at a time in a loop
     that vectorizes (`_run_codes`), then packed in one pass (`_or_run`): about half the time of coding and packing
-    each value on its own, which factor-major rows (CoLR: k = rank values, each at a place of its own) keep, and
-    `runs=False` keeps for every row (the former pass: the benchmark's baseline)."""
+    each value on its own. Factor-major rows (CoLR: k = rank values, each at a place of its own) are coded a column
+    at a time, a bucket's run of rows through the same loop (`_factor_column_codes`). `runs=False` codes and packs
+    every value on its own (the former pass: the benchmark's baseline)."""
     k, row_bytes = values.shape[1], packed.shape[1]
     span = (width + 7 + 7) // 8  # the bytes a code can touch
     codes = np.empty(k, dtype=np.uint64)
+    run = _column_scratch(min(bucket, n_items) if factor and runs else 0)  # a column's run lies in one bucket
     for m in range(indptr.shape[0] - 1):
+        if runs and factor:
+            for j in range(k):
+                _factor_column_codes(values, indptr[m], indptr[m + 1], item, j, n_items, bucket, bucket_of, u, s,
+                                     width, norms[m], norms32[m], packed[m], out, run)
+            continue
         for r in range(indptr[m], indptr[m + 1]):
             i = item[r]
             if runs and not factor:
