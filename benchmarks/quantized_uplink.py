@@ -10,7 +10,8 @@ against one draw per value of every client's whole table, received as a dense ta
 Over a noisy link (`--link-budget` below the bits) both ways receive whole tables (the channel moves zeros): now the
 codes are drawn for by the held rows and the channel from the packed codes where a bucket has a norm
 (`channel.transmit_packed`), before every value of each client's whole table with torch's draws; the by-rows passes
-are then skipped.
+are then skipped, and the channel alone is timed on the same message two ways: each received level drawn from its
+exact distribution with one uniform (now) and Eq. 6 as written, a normal and a uniform a value (before).
 
 Then, for the same message, the by-rows quantizer alone three ways, the same draws, the same bytes (checked): each
 value coded and packed on its own in fresh arrays (before), coded by runs through the vectorized loop (FedMF's
@@ -96,6 +97,38 @@ def main(argv=None) -> None:
     print(f"    {'the same from whole tables (before)':<{len(label)}}   {t_old:.2f} s   ratio {t_old / t_new:.1f}x")
     if not budget:
         by_rows_passes(part.rows, cfg.up_bits, cfg.quant_bucket)
+    else:
+        channel_ways(part.rows, cfg.up_bits, cfg.quant_bucket, budget)
+
+
+def channel_ways(block, bits: int, bucket: int, budget: int) -> None:
+    """The channel alone on the same packed message two ways: each received level drawn from its exact distribution
+    with one uniform (now, up to `TABLE_LEVELS` levels) and Eq. 6 as written, a normal and a uniform (before)."""
+    from labcore.methods.quantize import dequantize, quantize_rows, unpack_codes
+    from labcore.net.channel import TABLE_LEVELS, transmit_packed
+
+    u = block.update
+    n = u.n_items * u.values.shape[1]
+    packed, norms, _ = quantize_rows(u.values, u.indptr, u.item.numpy(), u.n_items, block.layout == "factor", bits,
+                                     bucket, torch.Generator().manual_seed(1))
+    levels, signs = unpack_codes(packed, n, bits)
+    clean = dequantize(torch.from_numpy(levels), torch.from_numpy(signs), norms, bits, bucket, (packed.shape[0], n))
+    del levels, signs
+
+    def way(literal: bool):
+        return lambda: transmit_packed(packed, norms.numpy(), n, bits, bucket, budget, torch.Generator().manual_seed(2),
+                                       literal=literal)
+
+    transmit_packed(packed[:1], norms.numpy()[:1], n, bits, bucket, budget, torch.Generator())  # the table, cached
+    table, t_table = timed(way(False), 2)
+    eq6, t_eq6 = timed(way(True), 2)
+    err = {k: float((v - clean).norm() / clean.norm()) for k, v in (("table", table), ("eq6", eq6))}
+    print(f"  the channel alone on one message ({int((norms > 0).sum()):,} buckets with a norm), relative L2 distance "
+          f"from the codes as sent: table {err['table']:.4f}, Eq. 6 {err['eq6']:.4f}")
+    note = "" if 2**bits <= TABLE_LEVELS else f" (more than TABLE_LEVELS = {TABLE_LEVELS} levels: Eq. 6 both ways)"
+    print(f"    {'received levels from their exact distribution, one uniform (now)':<66}{t_table:.3f} s{note}")
+    print(f"    {'Eq. 6 as written, a normal and a uniform a value (before)':<66}{t_eq6:.3f} s   "
+          f"ratio {t_eq6 / t_table:.1f}x")
 
 
 def by_rows_passes(block, bits: int, bucket: int) -> None:

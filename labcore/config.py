@@ -203,11 +203,12 @@ class RunConfig(TypedConfig):
 # which a quantized run amplifies past float rounding). 3: the methods below draw one number per value a client holds
 # (its touched rows), not per value of its whole table, unless the link is noisy; other quantized runs stay at 2.
 # 4: so do they over a noisy link, whose channel is drawn for from the packed codes in the buckets with a norm (numpy's
-# draws; it was torch's, for every value of each client's whole table). Results cached under one version are not
-# served for another.
+# draws; it was torch's, for every value of each client's whole table). 5: up to `channel.TABLE_LEVELS` levels each
+# received level is drawn from its exact distribution with one uniform (it was a normal and a uniform through Eq. 6).
+# Results cached under one version are not served for another.
 _QUANTIZED_UPLINK = 2
 _QUANTIZED_BY_ROWS = 3
-_QUANTIZED_BY_ROWS_NOISY = 4
+_QUANTIZED_BY_ROWS_NOISY = 5
 ROW_QUANTIZED = ("fedmf", "colr", "scolr")  # methods whose uplink is each client's table, held by its touched rows
 _NOT_IN_KEY = ("checkpoint_every",)  # bookkeeping that does not change the numbers
 # Fields added after results were stored: at their default they stay out of the key, so stored keys remain valid.

@@ -88,6 +88,17 @@ def test_a_row_quantized_uplink_over_a_noisy_link_has_a_key_of_its_own_and_nothi
     assert RunConfig(method="colr", up_bits=8).key() == "85eeb1d6cd3ee89d"
 
 
+def test_a_row_quantized_uplink_whose_channel_draws_from_the_level_table_has_a_key_of_its_own():
+    # Keys of the code that drew Eq. 6's normal and uniform for every value of a bucket with a norm (computed with it):
+    # the received levels now come from their exact distribution with one uniform, other numbers, so those cached
+    # results must not be served; a noiseless link and the methods quantized whole keep their keys.
+    assert RunConfig(method="colr", up_bits=8, up_link_budget=2).key() != "5f4a0524912ede4f"
+    assert RunConfig(method="fedmf", up_bits=8, up_link_budget=6).key() != "32c8fd692d60cfea"
+    assert RunConfig(method="scolr", up_bits=4, up_link_budget=1).key() != "d0567dc9e1873b4d"
+    assert RunConfig(method="colr", up_bits=8).key() == "85eeb1d6cd3ee89d"
+    assert RunConfig(method="topk", up_bits=8, up_link_budget=2).key() == "e26929659e611b39"
+
+
 def test_data_skew_is_in_the_key_and_the_link_and_only_for_synthetic_data():
     skewed = RunConfig(data_skew=2.0)
     assert skewed.key() != RunConfig().key() and RunConfig(data_skew=0.0).key() != skewed.key()

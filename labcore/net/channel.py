@@ -18,12 +18,14 @@ channel applied to quantized levels and the seconds a message of b bits takes.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from scipy.special import ndtr
 
 from ..methods.quantize import BLOCK_VALUES, MAX_LEVELS_LOG2, draws_for, qsgd_omega, requantize
 from .channel_kernels import transmit_codes
@@ -65,13 +67,51 @@ def transmit_levels(levels: torch.Tensor, k: int, budget_bits: int, gen: torch.G
     return requantize(y.clamp_(0.0, 1.0), k, gen)
 
 
+# Up to this many levels (10 bits) a packed message's received levels are drawn from their exact distribution given
+# the sent level: (levels x levels) tables, 12 MiB at 1024, and one uniform draw a value instead of a normal and a
+# uniform (a normal is most of a noisy round's time). Past it, Eq. 6 as written.
+TABLE_LEVELS = 1024
+
+
+@functools.lru_cache(maxsize=4)
+def received_level_table(s: int, budget_bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """Eq. (6) as a table: row l is the distribution of the level received for a sent level l of 0..s. With
+    r = clip(l + tau Z, 0, s) (tau = s sigma, Z standard normal; the clip's masses at 0 and s) and the requantizer's
+    floor(r) + [u < frac(r)], level L arrives with probability E[max(0, 1 - |r - L|)], in closed form from the
+    normal's CDF and density over [L - 1, L] and [L, L + 1]. Returns the rows' CDFs (s + 1, s + 1) float64, last
+    column exactly 1, and a guide (s + 1, s + 1) int32: guide[l, g] the first L whose CDF exceeds g / (s + 1), so
+    the inverse at u is found from guide[l, floor(u (s + 1))] in a step or two. Both read-only (cached)."""
+    tau = s * noise_std(budget_bits)
+    sent = np.arange(s + 1, dtype=np.float64)[:, None]
+    got = np.arange(s + 1, dtype=np.float64)[None, :]
+
+    def mass(a, b):  # P(a < X < b) and E[X; a < X < b] - l P(a < X < b) for X ~ N(l, tau^2)
+        lo, hi = (a - sent) / tau, (b - sent) / tau
+        p = np.where(lo > 0, ndtr(-lo) - ndtr(-hi), ndtr(hi) - ndtr(lo))  # the accurate tail
+        return p, -tau * (np.exp(-hi**2 / 2) - np.exp(-lo**2 / 2)) / math.sqrt(2 * math.pi)
+
+    p1, m1 = mass(np.maximum(got - 1, 0.0), got)  # r in [L - 1, L]: L with weight r - (L - 1)
+    p2, m2 = mass(got, np.minimum(got + 1, float(s)))  # r in [L, L + 1]: L with weight L + 1 - r
+    prob = (sent - got + 1) * p1 + m1 + (got + 1 - sent) * p2 - m2
+    prob[:, 0] += ndtr(-sent[:, 0] / tau)  # clipped to 0
+    prob[:, s] += ndtr((sent[:, 0] - s) / tau)  # clipped to s
+    cdf = np.cumsum(np.maximum(prob, 0.0), axis=1)
+    cdf /= cdf[:, -1:]
+    cdf[:, -1] = 1.0
+    guide = np.stack([np.searchsorted(row, np.arange(s + 1) / (s + 1), side="right") for row in cdf]).astype(np.int32)
+    cdf.flags.writeable = guide.flags.writeable = False
+    return cdf, guide
+
+
 def transmit_packed(packed: np.ndarray, norms: np.ndarray, n: int, bits: int, bucket: int, budget_bits: int,
-                    gen: torch.Generator) -> torch.Tensor:
+                    gen: torch.Generator, literal: bool = False) -> torch.Tensor:
     """Eq. (6) on a packed QSGD message (`quantize.pack_codes` rows of n values, `bits`-bit levels, float32 norms
     (M, n_buckets) as sent): the receiver's dequantized (M, n) float32 table. Levels beyond the budget arrive noisy,
     so a zero can arrive nonzero, but only in a bucket with a norm: the channel is drawn for there alone
-    (`channel_kernels`), one normal and one uniform per value, numpy's (PCG64, seeded by one draw of `gen`), a block
-    of clients at a time (all its normals, then its uniforms). A link within its budget delivers the codes as sent."""
+    (`channel_kernels`), a block of clients at a time, numpy's draws (PCG64, seeded by one draw of `gen`). Up to
+    TABLE_LEVELS levels each value's received level is drawn from its exact distribution (`received_level_table`,
+    one uniform a value); past it, or with `literal`, through Eq. 6 as written (a normal and a uniform a value: a
+    block's normals, then its uniforms). A link within its budget delivers the codes as sent."""
     _check_bits("budget_bits", budget_bits)
     s = 2**bits - 1
     if not exceeds(s, budget_bits):
@@ -81,17 +121,20 @@ def transmit_packed(packed: np.ndarray, norms: np.ndarray, n: int, bits: int, bu
     drawn = (norms > 0).astype(np.int64) @ lengths  # per client: the values of its buckets with a norm
     out = torch.zeros((M, n), dtype=torch.float32)  # a page no bucket with a norm reaches is never touched
     rng, sigma = draws_for(gen), noise_std(budget_bits)
-    z = np.empty(max(min(BLOCK_VALUES, int(drawn.sum())), int(drawn.max(initial=0))))
-    u = np.empty_like(z)
+    exact = not literal and s + 1 <= TABLE_LEVELS
+    cdf, guide = received_level_table(s, budget_bits) if exact else (np.empty((0, 0)), np.empty((0, 1), np.int32))
+    u = np.empty(max(min(BLOCK_VALUES, int(drawn.sum())), int(drawn.max(initial=0))))
+    z = np.empty(0) if exact else np.empty_like(u)
     ends = np.concatenate([[0], np.cumsum(drawn)])
     a = 0
     while a < M:  # clients a..b-1: as many as BLOCK_VALUES draws hold, at least one
         b = max(a + 1, int(np.searchsorted(ends, ends[a] + BLOCK_VALUES, side="right")) - 1)
         total = int(ends[b] - ends[a])
-        rng.standard_normal(out=z[:total])
+        if not exact:
+            rng.standard_normal(out=z[:total])
         rng.random(out=u[:total])
         transmit_codes(packed[a:b], norms[a:b], n, bits + 1, bucket, float(s), sigma, ends[a:b] - ends[a], z, u,
-                       out[a:b].numpy())
+                       cdf, guide, out[a:b].numpy())
         a = b
     return out
 

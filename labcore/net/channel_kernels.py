@@ -4,6 +4,9 @@ A noisy link moves zeros: a value that left as level 0 can arrive as a small lev
 arrives, not only the rows it holds. But a value's received level is scaled by its bucket's norm, and a bucket whose
 norm is zero (nothing held in it) arrives as zeros whatever the channel does. So the channel is drawn for only in
 buckets with a norm, read straight from the packed codes (no (M, n) tables of levels, signs or float64 copies).
+
+Each received level is drawn either from its exact distribution given the sent level (a table, one uniform a value:
+`channel.received_level_table`), or, past the table's size, through Eq. 6 as written (a normal and a uniform).
 """
 from __future__ import annotations
 
@@ -12,12 +15,17 @@ from numba import njit
 
 
 @njit(cache=True)
-def transmit_codes(packed, norms, n, width, bucket, s, sigma, first, z, u, out):
+def transmit_codes(packed, norms, n, width, bucket, s, sigma, first, z, u, cdf, guide, out):
     """out[m, j] (float32, zeroed) for each value j of client m's buckets with a norm: its code's level l (of 0..s)
-    and sign sent through the channel, y = l / s + sigma z clipped to [0, 1], rounded back onto the grid to
-    floor(y s) + [u < y s - floor(y s)], then dequantized as `quantize_kernels.qsgd_values` does. The
-    float64 operations and their order are those of `channel.transmit_levels` + `quantize.dequantize`; z and u are
-    client m's draws from first[m] on, one each per value of its buckets with a norm, in order."""
+    and sign sent through the channel, then dequantized as `quantize_kernels.qsgd_values` does. u (and z) are
+    client m's draws from first[m] on, one each per value of its buckets with a norm, in order.
+
+    With a table (cdf, guide: `channel.received_level_table`, cdf empty for none) the received level is the inverse
+    of row l of cdf at u, found from guide[l, floor(u (s + 1))] on. Without, Eq. 6 as written: y = l / s + sigma z
+    clipped to [0, 1], rounded back onto the grid to floor(y s) + [u < y s - floor(y s)], in the float64 operations
+    and order of `channel.transmit_levels` + `quantize.dequantize`."""
+    exact = cdf.shape[0] > 0
+    cells = guide.shape[1]
     mask = (np.uint64(1) << np.uint64(width)) - np.uint64(1)
     for m in range(packed.shape[0]):
         t = first[m]
@@ -38,9 +46,16 @@ def transmit_codes(packed, norms, n, width, bucket, s, sigma, first, z, u, out):
                 code = acc & mask
                 acc >>= np.uint64(width)
                 held -= width
-                y = np.float64(code >> np.uint64(1)) / s + z[t] * sigma
-                r = min(max(y, 0.0), 1.0) * s
-                low = np.floor(r)
-                lv = low + np.float64(u[t] < r - low)  # at most s: r <= s, and r = s has no fraction
+                if exact:
+                    sent = np.int64(code >> np.uint64(1))
+                    got = guide[sent, np.int64(u[t] * cells)]
+                    while cdf[sent, got] <= u[t]:  # a step or two; the last column is 1 > u
+                        got += 1
+                    lv = np.float64(got)
+                else:
+                    y = np.float64(code >> np.uint64(1)) / s + z[t] * sigma
+                    r = min(max(y, 0.0), 1.0) * s
+                    low = np.floor(r)
+                    lv = low + np.float64(u[t] < r - low)  # at most s: r <= s, and r = s has no fraction
                 row[j] = np.float32(((lv / s) * (-1.0 if code & np.uint64(1) else 1.0)) * norm)
                 t += 1
