@@ -6,7 +6,7 @@ import pytest
 import torch
 from sklearn.decomposition import PCA
 
-from labcore.fed.aggregate import aggregate, fedavg_weights, item_mean, weighted_sum
+from labcore.fed.aggregate import aggregate, client_sum, fedavg_weights, item_mean, weighted_sum
 from labcore.methods.colr import draw_B
 from labcore.fed.local_train import RowUpdate
 from labcore.methods.compress import (svd_reconstruct, svd_truncate, svd_truncate_rows, topk_compress,
@@ -32,6 +32,22 @@ def test_item_mean_divides_by_clients_that_touched_the_item():
     assert item_mean(X, touched).flatten().tolist() == [3.0, 1.0]
     with pytest.raises(ValueError, match="item_mean, weighted"):
         aggregate(X, "median", torch.ones(2), touched)
+
+
+def test_the_client_sum_of_a_factor_major_decode_adds_in_memory_order():
+    """A (M, N, k) view of (M, k, N) storage (CoLR's received tables) is summed over clients as its storage is: the
+    same bits as the storage's sum, torch's sum of the view to float rounding; any other layout is torch's sum."""
+    X = torch.randn(300, 4, 37, generator=torch.Generator().manual_seed(0))
+    view = X.transpose(1, 2)  # (300, 37, 4)
+    got = client_sum(view)
+    assert got.shape == (37, 4) and got.is_contiguous() and torch.equal(got, X.sum(0).t())
+    assert not torch.equal(got, view.sum(0))  # torch's sum of the view adds in another order
+    torch.testing.assert_close(got, view.sum(0), rtol=1e-6, atol=1e-5)
+    contiguous = view.contiguous()
+    assert torch.equal(client_sum(contiguous), contiguous.sum(0))
+    assert torch.equal(client_sum(view[:, :5]), view[:, :5].sum(0))  # a slice: not the factor-major layout
+    touched = torch.ones(300, 37, dtype=torch.bool)
+    assert torch.equal(item_mean(view, touched), X.sum(0).t() / 300)
 
 
 def test_colr_aggregate_equals_fedavg_of_BA():

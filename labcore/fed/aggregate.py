@@ -37,7 +37,17 @@ def item_mean(updates: torch.Tensor, touched: torch.Tensor) -> torch.Tensor:
     updates: (M, N, k), touched: (M, N) bool.
     """
     counts = touched.sum(0).clamp(min=1).to(updates.dtype)
-    return updates.sum(0) / counts[:, None]
+    return client_sum(updates) / counts[:, None]
+
+
+def client_sum(updates: torch.Tensor) -> torch.Tensor:
+    """updates.sum(0), added in the order its values lie in memory. A factor-major decode is a (M, N, k) view of
+    (M, k, N) storage (CoLR's received tables); torch sums such a view 25 times slower than its storage (1.9 s
+    against 0.07 at ML-1M's full participation, 6040 x 3706 x 4), in another order: last bits differ."""
+    if updates.dim() == 3 and updates.stride(1) == 1 and updates.stride(2) == updates.shape[1] \
+            and updates.stride(0) == updates.shape[1] * updates.shape[2]:
+        return updates.transpose(1, 2).sum(0).t().contiguous()
+    return updates.sum(0)
 
 
 def aggregate(updates, how: str, weights: torch.Tensor, touched: torch.Tensor | None,
