@@ -160,8 +160,6 @@ def _factor_column_codes(values, lo, hi, item, j, n_items, bucket, bucket_of, u,
     each value's float64 steps are those of coding it on its own), then scattered back and ORed into the packed row.
     The same codes and values as value by value; that loop stayed scalar (a column's values are k apart in memory)."""
     xs, us, vs, codes = run
-    row_bytes = row.shape[0]
-    span = (width + 7 + 7) // 8  # the bytes a code can touch
     base = j * n_items
     r = lo
     while r < hi:
@@ -176,12 +174,18 @@ def _factor_column_codes(values, lo, hi, item, j, n_items, bucket, bucket_of, u,
         _run_codes(xs, 0, 0, r1 - r, us, s, norms[q], norms32[q], vs, codes)
         for t in range(r, r1):
             out[t, j] = vs[0, t - r]
-            bit = (base + item[t]) * width
-            code = codes[t - r] << np.uint64(bit & 7)  # width <= 33 and a shift below 8: fits in 64 bits
-            o = bit >> 3
-            for c in range(min(span, row_bytes - o)):
-                row[o + c] |= np.uint8((code >> np.uint64(8 * c)) & np.uint64(255))
+            _or_code(row, (base + item[t]) * width, codes[t - r], width)
         r = r1
+
+
+@njit(cache=True)
+def _or_code(row, bit, code, width):
+    """OR one code of `width` bits into the bytes of `row` from bit `bit` on (`pack_fixed`'s layout): the bytes it
+    can touch, never past the row."""
+    code <<= np.uint64(bit & 7)  # width <= 33 and a shift below 8: fits in 64 bits
+    o = bit >> 3
+    for t in range(min((width + 7 + 7) // 8, row.shape[0] - o)):
+        row[o + t] |= np.uint8((code >> np.uint64(8 * t)) & np.uint64(255))
 
 
 @njit(cache=True)
@@ -227,8 +231,7 @@ def qsgd_rows(values, indptr, item, n_items, factor, bucket, bucket_of, u, s, wi
     each value on its own. Factor-major rows (CoLR: k = rank values, each at a place of its own) are coded a column
     at a time, a bucket's run of rows through the same loop (`_factor_column_codes`). `runs=False` codes and packs
     every value on its own (the former pass: the benchmark's baseline)."""
-    k, row_bytes = values.shape[1], packed.shape[1]
-    span = (width + 7 + 7) // 8  # the bytes a code can touch
+    k = values.shape[1]
     codes = np.empty(k, dtype=np.uint64)
     run = _column_scratch(min(bucket, n_items) if factor and runs else 0)  # a column's run lies in one bucket
     for m in range(indptr.shape[0] - 1):
@@ -259,10 +262,4 @@ def qsgd_rows(values, indptr, item, n_items, factor, bucket, bucket_of, u, s, wi
                 negative = x < 0.0
                 sign = 1.0 - 2.0 * np.float64(negative)  # +-1 without a branch (signs are a coin toss)
                 out[r, j] = np.float32(((np.float64(level) / s) * sign) * np.float64(norms32[m, q]))
-                code = (np.uint64(level) << np.uint64(1)) | np.uint64(negative)
-                bit = p * width
-                code <<= np.uint64(bit & 7)  # width <= 33 and a shift below 8: fits in 64 bits
-                o = bit >> 3
-                for t in range(span):  # a fixed count of bytes (ORing zeros), but never past the row
-                    if o + t < row_bytes:
-                        packed[m, o + t] |= np.uint8((code >> np.uint64(8 * t)) & np.uint64(255))
+                _or_code(packed[m], p * width, (np.uint64(level) << np.uint64(1)) | np.uint64(negative), width)
