@@ -11,7 +11,9 @@ Over a noisy link (`--link-budget` below the bits) both ways receive whole table
 codes are drawn for by the held rows and the channel from the packed codes where a bucket has a norm
 (`channel.transmit_packed`), before every value of each client's whole table with torch's draws; the by-rows passes
 are then skipped, and the channel alone is timed on the same message two ways: each received level drawn from its
-exact distribution with one uniform (now) and Eq. 6 as written, a normal and a uniform a value (before).
+exact distribution with one uniform (now) and Eq. 6 as written, a normal and a uniform a value (before); for CoLR and
+SCoLR the server's sum and weighted sum of the received tables (a factor-major view) are timed too, in the storage's
+order (now) and torch's on the view (before).
 
 Then, for the same message, the by-rows quantizer alone three ways, the same draws, the same bytes (checked): each
 value coded and packed on its own in fresh arrays (before), coded by runs through the vectorized loop (FedMF's
@@ -129,6 +131,24 @@ def channel_ways(block, bits: int, bucket: int, budget: int) -> None:
     print(f"    {'received levels from their exact distribution, one uniform (now)':<66}{t_table:.3f} s{note}")
     print(f"    {'Eq. 6 as written, a normal and a uniform a value (before)':<66}{t_eq6:.3f} s   "
           f"ratio {t_eq6 / t_table:.1f}x")
+    if block.layout == "factor":
+        server_sums(table.view(packed.shape[0], u.values.shape[1], u.n_items).transpose(1, 2))
+
+
+def server_sums(view: torch.Tensor) -> None:
+    """The server's two sums of a factor-major decode (a (M, N, r) view of the received (M, r, N) tables) over the
+    clients: in the storage's order (now, `client_sum`, `weighted_sum`) and torch's own on the view (before)."""
+    from labcore.fed.aggregate import client_sum, weighted_sum
+
+    w = torch.rand(view.shape[0], generator=torch.Generator().manual_seed(3))
+    w /= w.sum()
+    for name, now, before in (("the sum (item_mean)", lambda: client_sum(view), lambda: view.sum(0)),
+                              ("the weighted sum", lambda: weighted_sum(view, w),
+                               lambda: torch.tensordot(w, view, dims=1))):
+        (a, t_now), (b, t_before) = timed(now, 3), timed(before, 3)
+        print(f"  {name} of the received tables over {view.shape[0]} clients: {t_now:.3f} s in the storage's order "
+              f"(now), {t_before:.3f} s torch's on the view (before), ratio {t_before / t_now:.1f}x; largest "
+              f"difference {float((a - b).abs().max()):.1e} of {float(b.abs().max()):.1e}")
 
 
 def by_rows_passes(block, bits: int, bucket: int) -> None:

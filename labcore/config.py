@@ -146,9 +146,16 @@ class RunConfig(TypedConfig):
         skip += tuple(f"{d}_link_budget" for d in ("up", "down") if not getattr(self, f"{d}_bits"))
         d = {k: v for k, v in self.to_dict().items() if k not in skip}
         if self.up_bits:  # a quantized uplink's numbers changed with its summation order and draws (_QUANTIZED_UPLINK)
-            d["quantized_uplink"] = ((_QUANTIZED_BY_ROWS_NOISY if self.noisy_link("up") else _QUANTIZED_BY_ROWS)
-                                     if self.quantized_by_rows() else _QUANTIZED_UPLINK)
+            d["quantized_uplink"] = self._quantized_uplink_version()
         return hash_key(d)
+
+    def _quantized_uplink_version(self) -> int:
+        if not self.quantized_by_rows():
+            return _QUANTIZED_UPLINK
+        if not self.noisy_link("up"):
+            return _QUANTIZED_BY_ROWS
+        factor_major_weighted = self.method in ("colr", "scolr") and self.aggregation == "weighted"
+        return _QUANTIZED_FACTOR_WEIGHTED_NOISY if factor_major_weighted else _QUANTIZED_BY_ROWS_NOISY
 
     def describe(self) -> str:
         m = self.method
@@ -205,10 +212,12 @@ class RunConfig(TypedConfig):
 # 4: so do they over a noisy link, whose channel is drawn for from the packed codes in the buckets with a norm (numpy's
 # draws; it was torch's, for every value of each client's whole table). 5: up to `channel.TABLE_LEVELS` levels each
 # received level is drawn from its exact distribution with one uniform (it was a normal and a uniform through Eq. 6).
-# Results cached under one version are not served for another.
+# 6: CoLR / SCoLR over a noisy link with weighted aggregation: their received tables are weighted in their storage's
+# order (`aggregate.weighted_sum`), other last bits. Results cached under one version are not served for another.
 _QUANTIZED_UPLINK = 2
 _QUANTIZED_BY_ROWS = 3
 _QUANTIZED_BY_ROWS_NOISY = 5
+_QUANTIZED_FACTOR_WEIGHTED_NOISY = 6
 ROW_QUANTIZED = ("fedmf", "colr", "scolr")  # methods whose uplink is each client's table, held by its touched rows
 _NOT_IN_KEY = ("checkpoint_every",)  # bookkeeping that does not change the numbers
 # Fields added after results were stored: at their default they stay out of the key, so stored keys remain valid.

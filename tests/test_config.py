@@ -99,6 +99,17 @@ def test_a_row_quantized_uplink_whose_channel_draws_from_the_level_table_has_a_k
     assert RunConfig(method="topk", up_bits=8, up_link_budget=2).key() == "e26929659e611b39"
 
 
+def test_a_low_rank_run_over_a_noisy_link_with_weighted_aggregation_has_a_key_of_its_own():
+    # Keys of the code that weighted CoLR / SCoLR's received tables through a copy of their (M, N, r) view (computed
+    # with it): they are now weighted in their storage's order, other last bits, so those cached results must not be
+    # served; the item mean, FedMF's noisy link and a noiseless weighted CoLR keep their keys.
+    assert RunConfig(method="colr", up_bits=8, up_link_budget=2, aggregation="weighted").key() != "5f496649aa6234a1"
+    assert RunConfig(method="scolr", up_bits=4, up_link_budget=1, aggregation="weighted").key() != "7aeb6aa97d240fd0"
+    assert RunConfig(method="colr", up_bits=8, up_link_budget=2).key() == "b62c553d09d8dccd"
+    assert RunConfig(method="fedmf", up_bits=8, up_link_budget=6, aggregation="weighted").key() == "8d2a7f86bdaba737"
+    assert RunConfig(method="colr", up_bits=8, aggregation="weighted").key() == "59468f7782152b16"
+
+
 def test_data_skew_is_in_the_key_and_the_link_and_only_for_synthetic_data():
     skewed = RunConfig(data_skew=2.0)
     assert skewed.key() != RunConfig().key() and RunConfig(data_skew=0.0).key() != skewed.key()

@@ -50,6 +50,23 @@ def test_the_client_sum_of_a_factor_major_decode_adds_in_memory_order():
     assert torch.equal(item_mean(view, touched), X.sum(0).t() / 300)
 
 
+def test_the_weighted_sum_of_a_factor_major_decode_weights_its_storage():
+    """weighted_sum of a (M, N, k) view of (M, k, N) storage: the storage's tensordot, transposed (the same bits),
+    the view's own tensordot (which copies it whole first) to float rounding; other layouts are torch's tensordot."""
+    g = torch.Generator().manual_seed(1)
+    X = torch.randn(300, 4, 37, generator=g)
+    w = torch.rand(300, generator=g)
+    view = X.transpose(1, 2)
+    got = weighted_sum(view, w)
+    assert got.shape == (37, 4) and got.is_contiguous()
+    assert torch.equal(got, torch.tensordot(w, X, dims=1).t())
+    torch.testing.assert_close(got, torch.tensordot(w, view.contiguous(), dims=1), rtol=1e-6, atol=1e-5)
+    contiguous = view.contiguous()
+    assert torch.equal(weighted_sum(contiguous, w), torch.tensordot(w, contiguous, dims=1))
+    assert torch.equal(weighted_sum(view[:, :5], w), torch.tensordot(w, view[:, :5], dims=1))
+    assert torch.equal(aggregate(view, "weighted", w, None), got)
+
+
 def test_colr_aggregate_equals_fedavg_of_BA():
     g = torch.Generator().manual_seed(0)
     B = draw_B("normal", 6, 2, g)

@@ -25,8 +25,13 @@ def fedavg_weights(n_samples: torch.Tensor) -> torch.Tensor:
 
 
 def weighted_sum(updates: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """sum_u w_u X_u for X of shape (M, ...)."""
-    return torch.tensordot(weights.to(updates.dtype), updates, dims=1)
+    """sum_u w_u X_u for X of shape (M, ...). A factor-major decode (`client_sum`) is weighted in its storage's
+    order: torch's tensordot copies such a view whole first (0.44 s a round and 358 MB at ML-1M's full
+    participation, against 0.01 s)."""
+    w = weights.to(updates.dtype)
+    if _factor_major(updates):
+        return torch.tensordot(w, updates.transpose(1, 2), dims=1).t().contiguous()
+    return torch.tensordot(w, updates, dims=1)
 
 
 def item_mean(updates: torch.Tensor, touched: torch.Tensor) -> torch.Tensor:
@@ -44,10 +49,15 @@ def client_sum(updates: torch.Tensor) -> torch.Tensor:
     """updates.sum(0), added in the order its values lie in memory. A factor-major decode is a (M, N, k) view of
     (M, k, N) storage (CoLR's received tables); torch sums such a view 25 times slower than its storage (1.9 s
     against 0.07 at ML-1M's full participation, 6040 x 3706 x 4), in another order: last bits differ."""
-    if updates.dim() == 3 and updates.stride(1) == 1 and updates.stride(2) == updates.shape[1] \
-            and updates.stride(0) == updates.shape[1] * updates.shape[2]:
+    if _factor_major(updates):
         return updates.transpose(1, 2).sum(0).t().contiguous()
     return updates.sum(0)
+
+
+def _factor_major(updates: torch.Tensor) -> bool:
+    """Whether updates is a (M, N, k) view of contiguous (M, k, N) storage."""
+    return updates.dim() == 3 and updates.stride(1) == 1 and updates.stride(2) == updates.shape[1] \
+        and updates.stride(0) == updates.shape[1] * updates.shape[2]
 
 
 def aggregate(updates, how: str, weights: torch.Tensor, touched: torch.Tensor | None,
