@@ -323,3 +323,18 @@ def test_ckks_over_flower_simulation_gives_the_engines_numbers(tmp_path, monkeyp
     np.testing.assert_allclose(fr.table["bytes_up"], eng.table["bytes_up"], rtol=1e-3)
     up = fr.bytes_check[fr.bytes_check.direction == "up"]
     assert (up.flower_record_bytes > up.payload_bytes).all()  # the ciphertexts plus Flower's framing
+
+
+def test_a_local_ray_start_gives_no_accelerator_warning():
+    """Ray warns at its first start in a process unless told to leave the accelerator variables alone for tasks that
+    ask for no GPU (the lab's never do); a fresh process, so that no earlier start in this one has used up the warning."""
+    import subprocess
+    import sys
+
+    code = ("import warnings\nfrom labcore.scale.ray_runs import connect\nimport ray\n"
+            "with warnings.catch_warnings(record=True) as seen:\n    warnings.simplefilter('always')\n"
+            "    connect(None, 1)\nray.shutdown()\n"
+            "print('accelerator warnings:', sum('RAY_ACCEL' in str(w.message) for w in seen))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "accelerator warnings: 0", out.stdout
