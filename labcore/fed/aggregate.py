@@ -26,8 +26,8 @@ def fedavg_weights(n_samples: torch.Tensor) -> torch.Tensor:
 
 def weighted_sum(updates: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """sum_u w_u X_u for X of shape (M, ...). A factor-major decode (`client_sum`) is weighted in its storage's
-    order: torch's tensordot copies such a view whole first (0.44 s a round and 358 MB at ML-1M's full
-    participation, against 0.01 s)."""
+    order: torch's tensordot copies such a view whole first (a full-participation ML-1M CoLR@4 message: a 358 MB copy,
+    0.26 s against 0.02 s); a few sums differ in their last bit."""
     w = weights.to(updates.dtype)
     if _factor_major(updates):
         return torch.tensordot(w, updates.transpose(1, 2), dims=1).t().contiguous()
