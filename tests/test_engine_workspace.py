@@ -104,13 +104,15 @@ FAST = dict(local_epochs=2, batch_size=16, eval_every=2, rounds=4, rank_every=0)
 
 @pytest.mark.parametrize("method,dim,keeps,up_bits,budget", [("colr", 64, True, 0, 0), ("fedmf", 64, False, 0, 0),
                                                             ("fedmf", 64, False, 8, 0), ("colr", 64, True, 3, 0),
-                                                            ("fedmf", 64, False, 4, 2)])
+                                                            ("fedmf", 64, False, 4, 2), ("colr", 64, True, 3, 1)])
 def test_the_engine_keeps_the_sample_arrays_only_where_they_outweigh_the_update_table(tiny, method, dim, keeps,
                                                                                       up_bits, budget):
     """CoLR's update table (rank 4) is smaller than the plan's arrays: they are kept from round to round. FedMF's
     (d = 64) is larger: the sample arrays are freed after training (kept, they raised its memory peak). Either way
     the numbers are those of a run that makes every array afresh (keep_view: no workspace), quantized uplinks
-    included (their codes, values and draws made in the workspace), over a noisy link too."""
+    included (their codes, values and draws made in the workspace), over a noisy link too (its received tables as
+    well)."""
+    from labcore.fed.mods import RECEIVED_TABLE
     from labcore.methods.quantize import QUANTIZED_ROW_BUFFERS
 
     cfg = RunConfig(method=method, dim=dim, rank=4, clients_per_round=tiny.n_users, up_bits=up_bits,
@@ -123,6 +125,8 @@ def test_the_engine_keeps_the_sample_arrays_only_where_they_outweigh_the_update_
     assert reused._workspace.nbytes("W") > 0 and fresh._workspace.nbytes("W", "s_item", "row_item") == 0
     assert (reused._workspace.nbytes(*QUANTIZED_ROW_BUFFERS) > 0) is bool(up_bits)
     assert fresh._workspace.nbytes(*QUANTIZED_ROW_BUFFERS) == 0
+    assert (reused._workspace.nbytes(RECEIVED_TABLE) > 0) is bool(budget)
+    assert fresh._workspace.nbytes(RECEIVED_TABLE) == 0
     assert [r["bytes_up"] for r in rows_a] == [r["bytes_up"] for r in rows_b]
     assert torch.equal(reused.Q, fresh.Q) and torch.equal(reused.P, fresh.P)
     assert [r["loss"] for r in rows_a] == [r["loss"] for r in rows_b]

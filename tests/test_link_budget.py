@@ -155,6 +155,26 @@ def test_the_channel_on_packed_codes_draws_each_received_level_from_its_table_wi
     assert (lv != sent).mean() > 0.3  # the link does move levels
 
 
+@pytest.mark.parametrize("literal", [False, True], ids=["table", "eq6"])
+def test_the_channel_receives_into_a_kept_buffer_as_into_fresh_zeros(literal):
+    """`transmit_packed(..., out=)`: a buffer holding anything (the last round's table) ends as the fresh table, the
+    buckets without a norm zeroed; a buffer of another shape or dtype is refused."""
+    from labcore.net import channel
+
+    M, n, bits, bucket, budget = 5, 61, 4, 8, 1
+    packed, norms, _, _ = _message(M, n, bits, bucket)
+    fresh = channel.transmit_packed(packed, norms, n, bits, bucket, budget, torch.Generator().manual_seed(3),
+                                    literal=literal).numpy()
+    dirty = np.full((M, n), np.nan, dtype=np.float32)
+    got = channel.transmit_packed(packed, norms, n, bits, bucket, budget, torch.Generator().manual_seed(3),
+                                  literal=literal, out=dirty)
+    assert np.shares_memory(got.numpy(), dirty) and np.array_equal(got.numpy(), fresh)
+    assert (fresh == 0).any()  # buckets without a norm were there to clear
+    with pytest.raises(ValueError, match=r"the received table is \(5, 61\) float32"):
+        channel.transmit_packed(packed, norms, n, bits, bucket, budget, torch.Generator(),
+                                out=np.zeros((M, n), dtype=np.float64))
+
+
 @pytest.mark.parametrize("s,budget", [(15, 1), (255, 6)])
 def test_the_received_level_table_is_eq6s_distribution(s, budget):
     """Each row of `received_level_table` is the distribution of the level Eq. 6 delivers (clipped Gaussian noise of

@@ -12,7 +12,8 @@ import torch
 from numba import njit
 
 from ..methods.base import FLOAT_KINDS, RowBlock, Wire
-from ..methods.quantize import dequantize, pack_codes, packed_bytes, quantize_blocks, quantize_rows
+from ..methods.quantize import (KEEP_QUANTIZED_BYTES, QUANTIZED_ROW_BUFFERS, dequantize, pack_codes,
+                                packed_bytes, quantize_blocks, quantize_rows)
 from ..net.channel import exceeds, transmit_levels, transmit_packed
 from .local_train import RowUpdate
 from .workspace import Workspace
@@ -55,16 +56,34 @@ def quantize_by_rows(w: Wire, bits: int, bucket: int, gen: torch.Generator, work
                      link_budget: int = 0) -> tuple[torch.Tensor, torch.Tensor, Wire]:
     """A part held by rows: one draw per held value (`quantize_rows`); received by the same rows, or over a noisy link
     as the (M, n) tables the channel delivers from the packed codes (`channel.transmit_packed`). Returns the packed
-    codes, the norms and the received part."""
+    codes, the norms and the received part. workspace: `quantize_rows`' buffers and the received table
+    (`_received_table`), valid until the next call with it."""
     u = w.rows.update
     packed, norms, values = quantize_rows(u.values, u.indptr, np.ascontiguousarray(u.item.numpy()), u.n_items,
                                           w.rows.layout == "factor", bits, bucket, gen, workspace)
     if exceeds(2**bits - 1, link_budget):
-        table = transmit_packed(packed, norms.numpy(), w.shape[1], bits, bucket, link_budget, gen)
+        table = transmit_packed(packed, norms.numpy(), w.shape[1], bits, bucket, link_budget, gen,
+                                out=_received_table(workspace, w.shape))
         return torch.from_numpy(packed), norms, w.with_data(table, exact_zeros=False)
     arrived = Wire(w.name, w.kind, None, w.lengths, w.bits_per_value,
                    rows=RowBlock(u.with_values(values), w.rows.layout))
     return torch.from_numpy(packed), norms, arrived
+
+
+def _received_table(workspace: Workspace | None, shape: tuple[int, int]) -> np.ndarray | None:
+    """The buffer a noisy link's received (M, n) table is made in, kept from round to round while it and the
+    quantizer's kept buffers come to at most `KEEP_QUANTIZED_BYTES` (FedMF d=64, the paper's 60 clients: 57 MB of
+    fresh pages a round otherwise); None (fresh) above it, as keeping it would raise the run's memory peak."""
+    if workspace is None:
+        return None
+    kept = workspace.nbytes(*QUANTIZED_ROW_BUFFERS)  # 0 when quantize_rows made its arrays afresh (too large)
+    if not kept or kept + shape[0] * shape[1] * 4 > KEEP_QUANTIZED_BYTES:
+        workspace.release(RECEIVED_TABLE)
+        return None
+    return workspace.array(RECEIVED_TABLE, shape, np.float32)
+
+
+RECEIVED_TABLE = "received_table"
 
 
 def quantize_whole(w: Wire, bits: int, bucket: int, gen: torch.Generator,

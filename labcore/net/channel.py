@@ -104,14 +104,15 @@ def received_level_table(s: int, budget_bits: int) -> tuple[np.ndarray, np.ndarr
 
 
 def transmit_packed(packed: np.ndarray, norms: np.ndarray, n: int, bits: int, bucket: int, budget_bits: int,
-                    gen: torch.Generator, literal: bool = False) -> torch.Tensor:
+                    gen: torch.Generator, literal: bool = False, out: np.ndarray | None = None) -> torch.Tensor:
     """Eq. (6) on a packed QSGD message (`quantize.pack_codes` rows of n values, `bits`-bit levels, float32 norms
     (M, n_buckets) as sent): the receiver's dequantized (M, n) float32 table. Levels beyond the budget arrive noisy,
     so a zero can arrive nonzero, but only in a bucket with a norm: the channel is drawn for there alone
     (`channel_kernels`), a block of clients at a time, numpy's draws (PCG64, seeded by one draw of `gen`). Up to
     TABLE_LEVELS levels each value's received level is drawn from its exact distribution (`received_level_table`,
     one uniform a value); past it, or with `literal`, through Eq. 6 as written (a normal and a uniform a value: a
-    block's normals, then its uniforms). A link within its budget delivers the codes as sent."""
+    block's normals, then its uniforms). A link within its budget delivers the codes as sent. out: a (M, n) float32
+    array to receive into, any values at entry (a buffer kept from round to round: no fresh pages to fault in)."""
     _check_bits("budget_bits", budget_bits)
     s = 2**bits - 1
     if not exceeds(s, budget_bits):
@@ -119,7 +120,11 @@ def transmit_packed(packed: np.ndarray, norms: np.ndarray, n: int, bits: int, bu
     M, nb = norms.shape
     lengths = np.minimum(bucket, n - bucket * np.arange(nb))  # the last bucket may be short
     drawn = (norms > 0).astype(np.int64) @ lengths  # per client: the values of its buckets with a norm
-    out = torch.zeros((M, n), dtype=torch.float32)  # a page no bucket with a norm reaches is never touched
+    clear = out is not None
+    if out is None:
+        out = torch.zeros((M, n), dtype=torch.float32).numpy()  # a page no bucket with a norm reaches is never touched
+    elif out.shape != (M, n) or out.dtype != np.float32:
+        raise ValueError(f"out has shape {out.shape} and dtype {out.dtype}: the received table is ({M}, {n}) float32")
     rng, sigma = draws_for(gen), noise_std(budget_bits)
     exact = not literal and s + 1 <= TABLE_LEVELS
     cdf, guide = received_level_table(s, budget_bits) if exact else (np.empty((0, 0)), np.empty((0, 1), np.int32))
@@ -134,9 +139,9 @@ def transmit_packed(packed: np.ndarray, norms: np.ndarray, n: int, bits: int, bu
             rng.standard_normal(out=z[:total])
         rng.random(out=u[:total])
         transmit_codes(packed[a:b], norms[a:b], n, bits + 1, bucket, float(s), sigma, ends[a:b] - ends[a], z, u,
-                       cdf, guide, out[a:b].numpy())
+                       cdf, guide, out[a:b], clear)
         a = b
-    return out
+    return torch.from_numpy(out)
 
 
 def effective_omega(d: int, k: float, budget_bits: int) -> float:

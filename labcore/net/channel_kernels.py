@@ -15,8 +15,9 @@ from numba import njit
 
 
 @njit(cache=True)
-def transmit_codes(packed, norms, n, width, bucket, s, sigma, first, z, u, cdf, guide, out):
-    """out[m, j] (float32, zeroed) for each value j of client m's buckets with a norm: its code's level l (of 0..s)
+def transmit_codes(packed, norms, n, width, bucket, s, sigma, first, z, u, cdf, guide, out, clear):
+    """out[m, j] (float32, zeroed unless `clear`: then the buckets without a norm are zeroed here) for each value j of
+    client m's buckets with a norm: its code's level l (of 0..s)
     and sign sent through the channel, then dequantized as `quantize_kernels.qsgd_values` does. u (and z) are
     client m's draws from first[m] on, one each per value of its buckets with a norm, in order.
 
@@ -32,9 +33,11 @@ def transmit_codes(packed, norms, n, width, bucket, s, sigma, first, z, u, cdf, 
         row, codes = out[m], packed[m]
         for q in range(norms.shape[1]):
             norm = np.float64(norms[m, q])
-            if norm == 0.0:  # every value of the bucket arrives as 0 x level
-                continue
             j0, j1 = q * bucket, min(q * bucket + bucket, n)
+            if norm == 0.0:  # every value of the bucket arrives as 0 x level
+                if clear:
+                    row[j0:j1] = np.float32(0.0)
+                continue
             o = (j0 * width) >> 3  # the bucket's codes read in order from the byte of its first bit on
             acc, held = np.uint64(codes[o]) >> np.uint64((j0 * width) & 7), 8 - ((j0 * width) & 7)
             o += 1
