@@ -133,11 +133,11 @@ def test_the_engine_keeps_the_sample_arrays_only_where_they_outweigh_the_update_
     assert [r["hr"] for r in rows_a if "hr" in r] == [r["hr"] for r in rows_b if "hr" in r]
 
 
-def test_a_training_run_never_imports_pandas():
+def test_a_training_run_never_imports_pandas_or_scipy_special():
     """pandas is 93 MB resident once imported; a training process needs it only to parse a raw dataset file (not a
     cached split) or to make a result's table. Imported at module level by the engine's ledger, wall-clock model or
     results, it sat in every run's memory peak (Pinterest FedMF at full participation: 2.03 x 10^9 bytes with it,
-    1.93 without)."""
+    1.93 without). scipy.special (14 MiB) likewise: only a noisy link's level table needs it."""
     import subprocess
     import sys
 
@@ -147,6 +147,6 @@ def test_a_training_run_never_imports_pandas():
             "from labcore.fed.engine import Simulation\n"
             "cfg = RunConfig(dataset='synthetic', clients_per_round=5, dim=8, rounds=2)\n"
             "Simulation(cfg, make_synthetic('tiny')).step()\n"
-            "print('pandas' in sys.modules)\n")
+            "print('pandas' in sys.modules, 'scipy.special' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip().splitlines()[-1] == "False", out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "False False", out.stderr

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from scipy.special import ndtr
 
 from ..methods.quantize import BLOCK_VALUES, MAX_LEVELS_LOG2, draws_for, qsgd_omega, requantize
 from .channel_kernels import transmit_codes
@@ -81,6 +80,8 @@ def received_level_table(s: int, budget_bits: int) -> tuple[np.ndarray, np.ndarr
     normal's CDF and density over [L - 1, L] and [L, L + 1]. Returns the rows' CDFs (s + 1, s + 1) float64, last
     column exactly 1, and a guide (s + 1, s + 1) int32: guide[l, g] the first L whose CDF exceeds g / (s + 1), so
     the inverse at u is found from guide[l, floor(u (s + 1))] in a step or two. Both read-only (cached)."""
+    from scipy.special import ndtr  # here: scipy.special is 14 MiB resident, and only a noisy link needs it
+
     tau = s * noise_std(budget_bits)
     sent = np.arange(s + 1, dtype=np.float64)[:, None]
     got = np.arange(s + 1, dtype=np.float64)[None, :]
