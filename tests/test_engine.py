@@ -20,7 +20,9 @@ def _plan(data, m=8, seed=0, t=0, batch=16):
     return S.plan_round(data, S.NegativeSampler(data), clients, 4, 2, batch, seed, t)
 
 
-PLAN_FIELDS = tuple(f.name for f in dataclasses.fields(S.RoundPlan) if f.default is dataclasses.MISSING)
+# stored_client is None where the samples are grouped by client: compared as the sample_client it stands for
+PLAN_FIELDS = tuple("sample_client" if f.name == "stored_client" else f.name for f in dataclasses.fields(S.RoundPlan)
+                    if f.default is dataclasses.MISSING)
 
 
 @pytest.mark.parametrize("m,epochs,batch", [(8, 2, 16), (1, 1, 4), (30, 3, 5), (30, 2, 512)])

@@ -120,7 +120,10 @@ class RoundPlan:
 
     clients: np.ndarray  # (M,) user ids
     n_pos: np.ndarray  # (M,) training positives per client (N_u in Eq. 2)
-    sample_client: np.ndarray  # (S,) local client index 0..M-1 of each sample (int32)
+    # (S,) local client index 0..M-1 of each sample (int32), or None where the samples are grouped by client (`first`):
+    # then made when first read (`sample_client`); the compiled trainer reads `first` instead (19 MB at Pinterest's
+    # full participation, at the round's memory peak)
+    stored_client: np.ndarray | None
     sample_item: np.ndarray  # (S,) int32
     sample_label: np.ndarray  # (S,) float32 1 = positive
     n_steps: np.ndarray  # (M,) local steps of each client (E * batches per epoch)
@@ -135,6 +138,13 @@ class RoundPlan:
     @property
     def n_clients(self) -> int:
         return int(self.clients.shape[0])
+
+    @cached_property
+    def sample_client(self) -> np.ndarray:
+        """(S,) local client index 0..M-1 of each sample (int32)."""
+        if self.stored_client is not None:
+            return self.stored_client
+        return np.repeat(np.arange(self.n_clients, dtype=np.int32), np.diff(self.first))
 
     @property
     def batch_size(self) -> int:
@@ -189,12 +199,10 @@ def _plan_round(K, data, sampler, clients, num_negatives, epochs, batch_size, se
     per_client = counts * (1 + num_negatives)
     first = np.concatenate([[0], np.cumsum(per_client)]).astype(np.int64)  # client m: its positives, then negatives
     total = int(first[-1])
-    s_client = take(workspace, "s_client", total, np.int32)  # int32 like the slots: a sample array
     neg_first = np.concatenate([[0], np.cumsum(counts * num_negatives)]).astype(np.int64)
     s_item = take(workspace, "s_item", total, ITEM_DTYPE)
     s_label = take(workspace, "s_label", total, np.float32)
-    K.layout_samples(first, counts, data.train_indptr[clients].astype(np.int64), data.train_items, s_client, s_item,
-                     s_label)
+    K.layout_samples(first, counts, data.train_indptr[clients].astype(np.int64), data.train_items, s_item, s_label)
     neg_item = sampler.sample_grouped(clients.astype(np.int64), neg_first,
                                       round_rng(seed, round_idx, STREAM_NEGATIVES))
     K.place_negatives(first, counts, neg_first, neg_item, s_item)
@@ -215,10 +223,11 @@ def _plan_round(K, data, sampler, clients, num_negatives, epochs, batch_size, se
         # a per-client random permutation: sort samples by client + a random fraction (the kernel adds the client)
         rng.random(out=keys)
         if not K.shuffle_into_slots(keys, first, n_batches, e, offsets, position, batch_size, slots):
+            s_client = np.repeat(np.arange(len(clients), dtype=np.int32), per_client)
             keys += s_client  # = s_client + u to the bit
             perm = np.argsort(keys)  # a tie (never seen in practice): the global sort decides, as it always did
             local_pos = np.arange(total) - first[s_client]
             step = e * n_batches[s_client] + local_pos // batch_size
             slots[offsets[step] + position[s_client], local_pos % batch_size] = perm
-    return RoundPlan(clients, counts, s_client, s_item, s_label, n_steps, order, n_active, offsets, slots, first,
+    return RoundPlan(clients, counts, None, s_item, s_label, n_steps, order, n_active, offsets, slots, first,
                      total * epochs)

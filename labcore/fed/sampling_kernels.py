@@ -11,12 +11,11 @@ from numba import njit, prange
 
 
 @njit(cache=True, parallel=True)
-def layout_samples(first, counts, starts, train_items, s_client, s_item, s_label):
-    """Client m's samples are first[m]:first[m + 1] (s_client = m): its training items in order (label 1), then
-    its negatives (label 0, items drawn later)."""
+def layout_samples(first, counts, starts, train_items, s_item, s_label):
+    """Client m's samples are first[m]:first[m + 1]: its training items in order (label 1), then its negatives
+    (label 0, items drawn later)."""
     for m in prange(first.shape[0] - 1):
         a, c = first[m], counts[m]
-        s_client[a:first[m + 1]] = m
         for j in range(c):
             s_item[a + j] = train_items[starts[m] + j]
             s_label[a + j] = 1.0

@@ -18,7 +18,7 @@ import numpy as np
 # The plan's per-sample arrays and schedule, and the items of the touched rows: the engine frees them at the end
 # of training when the update table is the larger (`Simulation.step`), where keeping them raised the run's
 # memory peak (Pinterest FedMF d=64 at full participation).
-SAMPLE_ARRAYS = ("s_client", "s_item", "s_label", "slots", "row_item")
+SAMPLE_ARRAYS = ("s_item", "s_label", "slots", "row_item")
 
 
 class Workspace:
