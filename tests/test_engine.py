@@ -33,6 +33,7 @@ def test_compiled_round_plan_equals_the_numpy_plan_bit_for_bit(tiny, m, epochs, 
     clients = S.sample_clients(tiny.n_users, m, S.round_rng(3, 1, S.STREAM_CLIENTS))
     a = S.plan_round(tiny, S.NegativeSampler(tiny), clients, 4, epochs, batch, 3, 1)
     b = plan_round_numpy(tiny, S.NegativeSampler(tiny), clients, 4, epochs, batch, 3, 1)
+    assert a.stored_client is None  # grouped by client: no per-sample client column until one is read
     for f in PLAN_FIELDS:
         x, y = getattr(a, f), getattr(b, f)
         assert x.dtype == y.dtype and np.array_equal(x, y), f

@@ -19,6 +19,9 @@ from .local_train import RowUpdate
 from .workspace import Workspace
 
 
+RECEIVED_TABLE = "received_table"  # the workspace buffer of a noisy link's received table (`_received_table`)
+
+
 def quantize_wires(wires: list[Wire], bits: int, bucket: int, gen: torch.Generator,
                    link_budget: int = 0, workspace: Workspace | None = None) -> tuple[list[Wire], list[Wire]]:
     """QSGD on every float part: send packed codes + per-bucket norms; the receiver gets the dequantized values.
@@ -81,9 +84,6 @@ def _received_table(workspace: Workspace | None, shape: tuple[int, int]) -> np.n
         workspace.release(RECEIVED_TABLE)
         return None
     return workspace.array(RECEIVED_TABLE, shape, np.float32)
-
-
-RECEIVED_TABLE = "received_table"
 
 
 def quantize_whole(w: Wire, bits: int, bucket: int, gen: torch.Generator,
