@@ -49,7 +49,7 @@ def test_a_tie_in_the_shuffle_keys_falls_back_to_the_global_sort():
 
     def run(u):  # the uniform draws: client m's keys are m + u
         slots = np.full((2, 3), -1, dtype=np.int64)
-        return shuffle_into_slots(np.array(u), first, n_batches, 0, offsets, position, 3, slots), slots
+        return shuffle_into_slots(1, np.array(u), first, n_batches, 0, offsets, position, 3, slots), slots
 
     ok, slots = run([0.5, 0.1, 0.9, 0.7, 0.2, 0.3])
     assert ok and slots.tolist() == [[1, 0, 2], [4, 5, 3]]  # = np.argsort of the keys, client by client
@@ -69,11 +69,12 @@ def test_the_bucket_sort_equals_numpys_argsort_with_crowded_buckets():
     u = rng.random(first[-1])
     u[first[3]:first[3] + 30] = 0.25 + rng.random(30) * 1e-3  # 30 of client 3's keys in one bucket
     B = 64  # one batch a client: row m is client m's order
-    slots = np.full((len(sizes), B), -1, dtype=np.int64)
-    assert shuffle_into_slots(u, first, np.ones(len(sizes), np.int64), 0, np.array([0]), np.arange(len(sizes)),
+    slots = np.full((len(sizes), B), 99, dtype=np.int64)  # a reused buffer: the shuffle writes every slot
+    assert shuffle_into_slots(2, u, first, np.ones(len(sizes), np.int64), 0, np.array([0]), np.arange(len(sizes)),
                               B, slots)
     perm = np.argsort(np.repeat(np.arange(len(sizes)), sizes) + u)
     assert np.concatenate([slots[m, :sizes[m]] for m in range(len(sizes))]).tolist() == perm.tolist()
+    assert all((slots[m, sizes[m]:] == -1).all() for m in range(len(sizes)))  # the padding
 
 
 def test_the_plan_after_a_fallback_is_the_numpy_plan(tiny, monkeypatch):
@@ -86,6 +87,22 @@ def test_the_plan_after_a_fallback_is_the_numpy_plan(tiny, monkeypatch):
     a = S.plan_round(tiny, S.NegativeSampler(tiny), clients, 4, 2, 16, 0, 0)
     b = plan_round_numpy(tiny, S.NegativeSampler(tiny), clients, 4, 2, 16, 0, 0)
     assert all(np.array_equal(getattr(a, f), getattr(b, f)) for f in PLAN_FIELDS)
+
+
+def test_the_negative_samplers_hits_are_numpys_also_past_their_first_buffer():
+    """`dense_hits_grouped` keeps its hits in buffers that start at a sixteenth of the samples and double: a
+    cohort whose draws mostly hit (dense users) fills them several times over."""
+    from labcore.fed.sampling_kernels import dense_hits_grouped
+
+    rng = np.random.default_rng(0)
+    dense = rng.random((40, 30)) < 0.9
+    users = np.array([3, 0, 39, 7, 7], dtype=np.int64)
+    starts = np.array([0, 900, 901, 3000, 3000, 5000], dtype=np.int64)
+    items = rng.integers(0, 30, size=5000).astype(np.int32)
+    hits, hit_user = dense_hits_grouped(dense, users, starts, items)
+    sample_user = np.repeat(users, np.diff(starts))
+    want = np.flatnonzero(dense[sample_user, items])
+    assert want.size > 4 * 1024 and np.array_equal(hits, want) and np.array_equal(hit_user, sample_user[want])
 
 
 def test_round_plan_uses_every_sample_once_per_epoch(tiny):

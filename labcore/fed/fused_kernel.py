@@ -40,11 +40,13 @@ def _set_item_bits(m, first, s_item, bits):
 
 
 @njit(cache=True, parallel=True)
-def _count_touched(lanes, first, s_item, n_items, counts):
+def _count_touched(lanes, first, s_item, n_items, counts, words):
     """counts[m] = client m's distinct items: the bits its samples set. Clients are dealt to threads like the
-    training's (_lanes), each thread with its own bit set, cleared after each client."""
+    training's (_lanes), each thread with its own bit set, cleared after each client. If words has rows, words[m]
+    keeps client m's bit set (the fill reads it there instead of setting the bits again)."""
     M = first.shape[0] - 1
     one = np.uint64(1)
+    keep = words.shape[0] > 0
     for lane in prange(lanes):
         bits = np.zeros((n_items + 63) // 64, dtype=np.uint64)
         for m in range(lane, M, lanes):
@@ -52,6 +54,8 @@ def _count_touched(lanes, first, s_item, n_items, counts):
             n = 0
             for w in range(bits.shape[0]):
                 x = bits[w]
+                if keep:
+                    words[m, w] = x
                 while x != 0:
                     n += 1
                     x &= x - one
@@ -60,21 +64,21 @@ def _count_touched(lanes, first, s_item, n_items, counts):
 
 
 @njit(cache=True, parallel=True)
-def _fill_touched(lanes, first, s_item, n_items, row_first, row_item, item_bits):
+def _fill_touched(lanes, first, s_item, n_items, row_first, row_item, words):
     """Client m's rows are row_first[m]:row_first[m + 1], its distinct items in increasing order (its set bits,
-    read word by word: 58 words on ML-1M, faster than sorting the items or scanning a stamp per item);
-    item_bits[m] is the bit set itself (if item_bits has rows)."""
+    read word by word: 58 words on ML-1M, faster than sorting the items or scanning a stamp per item): from
+    words[m] if words has rows (`_count_touched` kept them), else from the bits its samples set again."""
     M = first.shape[0] - 1
     one = np.uint64(1)
+    kept = words.shape[0] > 0
     for lane in prange(lanes):
         bits = np.zeros((n_items + 63) // 64, dtype=np.uint64)
         for m in range(lane, M, lanes):
-            _set_item_bits(m, first, s_item, bits)
-            if item_bits.shape[0]:
-                item_bits[m] = bits
+            if not kept:
+                _set_item_bits(m, first, s_item, bits)
             r = row_first[m]
             for w in range(bits.shape[0]):
-                x = bits[w]
+                x = words[m, w] if kept else bits[w]
                 while x != 0:
                     row_item[r] = w * 64 + np.int64(trailing_zeros(x))
                     r += 1
@@ -96,16 +100,16 @@ def touched_rows_grouped(first: np.ndarray, s_item: np.ndarray, n_items: int, wo
     buffer "row_item"."""
     M = first.shape[0] - 1
     counts = np.zeros(M, dtype=np.int64)
+    n_words = (n_items + 63) // 64
+    # the words seen as bytes are the mask's layout only on a little-endian machine (bit i of a row is item i)
+    keep = M * n_words * 8 <= ITEM_BITS_LIMIT and sys.byteorder == "little"
+    words = np.empty((M if keep else 0, n_words), np.uint64)
     with compiled_threads():
         lanes = n_threads()
-        _count_touched(lanes, first, s_item, n_items, counts)
+        _count_touched(lanes, first, s_item, n_items, counts, words)
         row_first = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         U = int(row_first[-1])
         row_item = take(workspace, "row_item", U, np.int64)
-        n_words = (n_items + 63) // 64
-        # the words seen as bytes are the mask's layout only on a little-endian machine (bit i of a row is item i)
-        keep = M * n_words * 8 <= ITEM_BITS_LIMIT and sys.byteorder == "little"
-        words = np.empty((M if keep else 0, n_words), np.uint64)
         _fill_touched(lanes, first, s_item, n_items, row_first, row_item, words)
     return row_first, row_item, (words.view(np.uint8)[:, :(n_items + 7) // 8] if keep else None)
 

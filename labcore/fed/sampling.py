@@ -195,6 +195,8 @@ def plan_round(data: InteractionData, sampler: NegativeSampler, clients: np.ndar
 
 def _plan_round(K, data, sampler, clients, num_negatives, epochs, batch_size, seed, round_idx,
                 workspace) -> RoundPlan:
+    from .threads import n_threads
+
     counts = data.train_counts()[clients].astype(np.int64)
     per_client = counts * (1 + num_negatives)
     first = np.concatenate([[0], np.cumsum(per_client)]).astype(np.int64)  # client m: its positives, then negatives
@@ -213,8 +215,8 @@ def _plan_round(K, data, sampler, clients, num_negatives, epochs, batch_size, se
     n_steps = (n_batches * epochs).astype(np.int64)
     order, n_active, offsets, position = schedule_rows(n_steps)
     # int32: the round's largest array (batches are padded to B), and a sample index fits
+    # every slot is written by the shuffle below, the padding of each client's last batch an epoch too (-1)
     slots = take(workspace, "slots", (int(offsets[-1]), batch_size), SLOT_DTYPE)
-    slots.fill(-1)
     rng = round_rng(seed, round_idx, STREAM_SHUFFLE)
     # one buffer for every epoch's keys; in a workspace, the update table's: the last round's table is done with
     # when the next plan is drawn, and this round's is made after the keys are (no memory of their own)
@@ -222,7 +224,8 @@ def _plan_round(K, data, sampler, clients, num_negatives, epochs, batch_size, se
     for e in range(epochs):  # a loop over epochs (2), not over clients
         # a per-client random permutation: sort samples by client + a random fraction (the kernel adds the client)
         rng.random(out=keys)
-        if not K.shuffle_into_slots(keys, first, n_batches, e, offsets, position, batch_size, slots):
+        if not K.shuffle_into_slots(n_threads(), keys, first, n_batches, e, offsets, position, batch_size,
+                                    slots):
             s_client = np.repeat(np.arange(len(clients), dtype=np.int32), per_client)
             keys += s_client  # = s_client + u to the bit
             perm = np.argsort(keys)  # a tie (never seen in practice): the global sort decides, as it always did

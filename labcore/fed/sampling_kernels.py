@@ -72,29 +72,41 @@ def _segment_order(u, m, bucket, start, order, vals):
 
 
 @njit(cache=True, parallel=True)
-def shuffle_into_slots(u, first, n_batches, epoch, offsets, position, batch_size, slots):
+def shuffle_into_slots(lanes, u, first, n_batches, epoch, offsets, position, batch_size, slots):
     """One epoch of `np.argsort(s_client + u)` taken client by client, written into the schedule: sample
     local_pos of client m goes to step epoch * n_batches[m] + local_pos // B, slot local_pos % B. u: the
     epoch's uniform draws in [0, 1), one per sample (the key s_client + u is formed here, to the same bits).
 
     A client's keys lie in [m, m + 1), so the global sort is the clients' sorts side by side, unless two keys
     are equal or one rounded up to m + 1 (u within 2^-40 of the next key): then returns False and the
-    caller sorts globally, as before."""
+    caller sorts globally, as before. Every slot of the epoch's rows is written here either way (the padding
+    of each client's last batch, -1, too), so the schedule needs no filling first. Clients are dealt to `lanes`
+    threads in turn (as in `fused_kernel`), each with scratch for the largest client (scratch per client cost
+    an eighth of the shuffle: four allocations a client)."""
     M = first.shape[0] - 1
+    k_max = 0
+    for m in range(M):
+        k_max = max(k_max, first[m + 1] - first[m])
     ok = np.ones(M, dtype=np.bool_)
-    for m in prange(M):
-        a, k = first[m], first[m + 1] - first[m]
-        order, bucket = np.empty(k, dtype=np.int32), np.empty(k, dtype=np.int32)
-        start, vals = np.empty(2 * k + 1, dtype=np.int32), np.empty(k, dtype=np.float64)
-        if not _segment_order(u[a:a + k], m, bucket, start, order, vals):
-            ok[m] = False
-            continue
-        step = epoch * n_batches[m]
-        for j0 in range(0, k, batch_size):  # one schedule row per batch
-            row = offsets[step] + position[m]
-            for j in range(j0, min(j0 + batch_size, k)):
-                slots[row, j - j0] = a + order[j]
-            step += 1
+    for lane in prange(lanes):
+        order, bucket = np.empty(k_max, dtype=np.int32), np.empty(k_max, dtype=np.int32)
+        start, vals = np.empty(2 * k_max + 1, dtype=np.int32), np.empty(k_max, dtype=np.float64)
+        for m in range(lane, M, lanes):
+            a, k = first[m], first[m + 1] - first[m]
+            if k == 0:
+                continue
+            last = offsets[(epoch + 1) * n_batches[m] - 1] + position[m]  # the epoch's last batch: its padding
+            for j in range(k - (n_batches[m] - 1) * batch_size, batch_size):
+                slots[last, j] = -1
+            if not _segment_order(u[a:a + k], m, bucket[:k], start, order[:k], vals[:k]):
+                ok[m] = False
+                continue
+            step = epoch * n_batches[m]
+            for j0 in range(0, k, batch_size):  # one schedule row per batch
+                row = offsets[step] + position[m]
+                for j in range(j0, min(j0 + batch_size, k)):
+                    slots[row, j - j0] = a + order[j]
+                step += 1
     return ok.all()
 
 
@@ -110,22 +122,29 @@ def dense_lookup(dense, users, items, out):
 @njit(cache=True)
 def dense_hits_grouped(dense, users, starts, items):
     """The samples j whose item is a positive of their user (dense[user, item]), in order, and their users; sample j
-    belongs to users[m] for starts[m] <= j < starts[m + 1]. Two passes: count, then fill."""
+    belongs to users[m] for starts[m] <= j < starts[m + 1]. One pass without a branch on the answer: every sample
+    is written at the next free place, which only a hit moves on (half the time of counting first, then filling).
+    The buffers start at a sixteenth of the samples (ML-1M: 4.5 % hit) and double when a client's block could
+    overrun them."""
+    cap = max(1024, items.shape[0] // 16)
+    hits, hit_user = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
     n = 0
     for m in range(users.shape[0]):
-        row = dense[users[m]]
-        for j in range(starts[m], starts[m + 1]):
-            if row[items[j]]:
-                n += 1
-    hits, hit_user = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-    n = 0
-    for m in range(users.shape[0]):
-        row = dense[users[m]]
-        for j in range(starts[m], starts[m + 1]):
-            if row[items[j]]:
-                hits[n], hit_user[n] = j, users[m]
-                n += 1
-    return hits, hit_user
+        row, u = dense[users[m]], users[m]
+        j0, end = starts[m], starts[m + 1]
+        while j0 < end:
+            j1 = min(end, j0 + cap - n)  # samples j0:j1 write at most up to place cap - 1
+            if j1 == j0:
+                cap *= 2
+                grown, grown_user = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
+                grown[:n], grown_user[:n] = hits[:n], hit_user[:n]
+                hits, hit_user = grown, grown_user
+                continue
+            for j in range(j0, j1):
+                hits[n], hit_user[n] = j, u
+                n += np.int64(row[items[j]])
+            j0 = j1
+    return hits[:n], hit_user[:n]
 
 
 @njit(cache=True)
