@@ -147,7 +147,14 @@ class RunConfig(TypedConfig):
         d = {k: v for k, v in self.to_dict().items() if k not in skip}
         if self.up_bits:  # a quantized uplink's numbers changed with its summation order and draws (_QUANTIZED_UPLINK)
             d["quantized_uplink"] = self._quantized_uplink_version()
+        if self.small_rank_kernel():
+            d["local_kernel"] = _SMALL_RANK_KERNEL
         return hash_key(d)
+
+    def small_rank_kernel(self) -> bool:
+        """Whether local training runs in the kernel compiled with d and r fixed (`fed.fused_lowrank`): CoLR and
+        SCoLR at rank <= SMALL_RANK without FedProx."""
+        return self.method in ("colr", "scolr") and self.rank <= SMALL_RANK and not self.prox_mu
 
     def _quantized_uplink_version(self) -> int:
         if not self.quantized_by_rows():
@@ -218,6 +225,10 @@ _QUANTIZED_UPLINK = 2
 _QUANTIZED_BY_ROWS = 3
 _QUANTIZED_BY_ROWS_NOISY = 5
 _QUANTIZED_FACTOR_WEIGHTED_NOISY = 6
+# CoLR / SCoLR at rank <= SMALL_RANK (without FedProx) train in a kernel compiled with d and r fixed: other last bits
+# than the general kernel (summation order, exp from a polynomial), so their runs carry `local_kernel` in the key.
+SMALL_RANK = 8
+_SMALL_RANK_KERNEL = 1
 ROW_QUANTIZED = ("fedmf", "colr", "scolr")  # methods whose uplink is each client's table, held by its touched rows
 _NOT_IN_KEY = ("checkpoint_every",)  # bookkeeping that does not change the numbers
 # Fields added after results were stored: at their default they stay out of the key, so stored keys remain valid.

@@ -47,7 +47,35 @@ def test_strings_from_the_url_or_cli_are_coerced_or_rejected():
         from_query({"b_as_seed": "maybe"})
 
 
-def test_default_cache_keys_are_unchanged_by_the_data_skew_field():
+@pytest.fixture
+def keys_before_small_rank_kernel(monkeypatch):
+    """Keys as computed before CoLR / SCoLR at small rank had a kernel of their own: the regression values below
+    date from then, and every other part of the key must still give them."""
+    monkeypatch.setattr(RunConfig, "small_rank_kernel", lambda self: False)
+
+
+def test_a_small_rank_colr_run_has_a_key_of_its_own_and_nothing_else_does():
+    # Keys computed before the kernel compiled with d and r fixed (`fed.fused_lowrank`): its runs (CoLR / SCoLR at
+    # rank <= 8 without FedProx) differ in their last bits, so results cached before must not be served for them;
+    # larger ranks, FedProx and the other methods train as before and keep their keys.
+    from labcore.config import SMALL_RANK, paper_ml1m
+
+    assert SMALL_RANK == 8
+    assert RunConfig().key() != "8a54d6c889ad1eac"  # CoLR@4
+    assert paper_ml1m(client_schedule="uniform").key() != "ba417dc33eacefc1"
+    assert RunConfig(method="colr", down_bits=8).key() != "3d6092e3026d8d13"
+    assert RunConfig(method="scolr", rank=8).key() != "147e4d8fbea58bf4"
+    assert paper_ml1m(method="colr", rank=8).key() != "42f7f35245a68e9f"
+    assert RunConfig(method="colr", rank=16).key() == "4a2000750f0cedd0"
+    assert RunConfig(method="scolr", rank=32).key() == "c0940d72bd5c41a7"
+    assert paper_ml1m(method="colr", rank=16).key() == "2b02a663234f0f35"
+    assert RunConfig(method="colr", prox_mu=0.01).key() == "d284698e7efb67bc"
+    assert paper_ml1m(method="fedmf", dim=64).key() == "5c338ac0184b646b"
+    assert RunConfig(method="topk", up_bits=8).key() == "972d70b0b7a55032"
+    assert RunConfig(method="colr", rank=4).small_rank_kernel() and not RunConfig(method="fedmf").small_rank_kernel()
+
+
+def test_default_cache_keys_are_unchanged_by_the_data_skew_field(keys_before_small_rank_kernel):
     # Regression values computed before data_skew existed: stored results are found by these keys, so a new
     # field at its default must not change them.
     from labcore.config import paper_ml1m
@@ -57,7 +85,7 @@ def test_default_cache_keys_are_unchanged_by_the_data_skew_field():
     assert RunConfig(data_skew=1.0).key() == RunConfig().key()
 
 
-def test_a_quantized_uplinks_key_changed_with_its_summation_order_and_nothing_elses():
+def test_a_quantized_uplinks_key_changed_with_its_summation_order_and_nothing_elses(keys_before_small_rank_kernel):
     # Keys of the code that summed quantized uplinks densely (computed with it): results cached that way, whose
     # numbers differ past float rounding, must not be served for the rows sum. Float32 uplinks keep their keys.
     assert RunConfig(method="colr", up_bits=8).key() != "14251a8f898b602d"
@@ -65,7 +93,7 @@ def test_a_quantized_uplinks_key_changed_with_its_summation_order_and_nothing_el
     assert RunConfig(method="colr", down_bits=8).key() == "3d6092e3026d8d13"  # a quantized downlink alone
 
 
-def test_a_quantized_uplink_drawn_by_rows_has_a_key_of_its_own_and_nothing_else_does():
+def test_a_quantized_uplink_drawn_by_rows_has_a_key_of_its_own_and_nothing_else_does(keys_before_small_rank_kernel):
     # Keys of the code that drew a number per value of each client's whole table (computed with it): FedMF, CoLR and
     # SCoLR over a noiseless link now draw per held value, so their cached results must not be served; Top-K and SVD
     # draw as before, over any link, and keep their keys.
@@ -78,7 +106,7 @@ def test_a_quantized_uplink_drawn_by_rows_has_a_key_of_its_own_and_nothing_else_
     assert RunConfig(method="topk", up_bits=8, up_link_budget=2).key() == "e26929659e611b39"  # a noisy link
 
 
-def test_a_row_quantized_uplink_over_a_noisy_link_has_a_key_of_its_own_and_nothing_else_does():
+def test_a_row_quantized_uplink_over_a_noisy_link_has_a_key_of_its_own_and_nothing_else_does(keys_before_small_rank_kernel):
     # Keys of the code that drew the channel with torch for every value of each client's whole table (computed with
     # it): FedMF, CoLR and SCoLR now draw it from their packed codes where a bucket has a norm, so their cached
     # results must not be served; their runs over a noiseless link keep their keys.
@@ -88,7 +116,7 @@ def test_a_row_quantized_uplink_over_a_noisy_link_has_a_key_of_its_own_and_nothi
     assert RunConfig(method="colr", up_bits=8).key() == "85eeb1d6cd3ee89d"
 
 
-def test_a_row_quantized_uplink_whose_channel_draws_from_the_level_table_has_a_key_of_its_own():
+def test_a_row_quantized_uplink_whose_channel_draws_from_the_level_table_has_a_key_of_its_own(keys_before_small_rank_kernel):
     # Keys of the code that drew Eq. 6's normal and uniform for every value of a bucket with a norm (computed with it):
     # the received levels now come from their exact distribution with one uniform, other numbers, so those cached
     # results must not be served; a noiseless link and the methods quantized whole keep their keys.
@@ -99,7 +127,7 @@ def test_a_row_quantized_uplink_whose_channel_draws_from_the_level_table_has_a_k
     assert RunConfig(method="topk", up_bits=8, up_link_budget=2).key() == "e26929659e611b39"
 
 
-def test_a_low_rank_run_over_a_noisy_link_with_weighted_aggregation_has_a_key_of_its_own():
+def test_a_low_rank_run_over_a_noisy_link_with_weighted_aggregation_has_a_key_of_its_own(keys_before_small_rank_kernel):
     # Keys of the code that weighted CoLR / SCoLR's received tables through a copy of their (M, N, r) view (computed
     # with it): they are now weighted in their storage's order, other last bits, so those cached results must not be
     # served; the item mean, FedMF's noisy link and a noiseless weighted CoLR keep their keys.

@@ -581,8 +581,14 @@ def lowrank_rows(Q, B, row_scale, W, row_lo, row_hi, p, slots, s_item, s_label, 
                  offsets, lr, two_wd, mu=0.0) -> float:
     """CoLR / SCoLR: W's rows are a_i (width r) and q = Q_i + B a_i, trained in A's r-dimensional space:
     x = p.Q_i + (B^T p).a_i, dL/da = row_scale (g B^T p + 2 wd (B^T Q_i + B^T B a_i)).
-    row_scale (M, r) per client in schedule order (SCoLR's column mask times its lr scale)."""
+    row_scale (M, r) per client in schedule order (SCoLR's column mask times its lr scale). Without FedProx at
+    rank r <= SMALL_RANK the kernel with d and r fixed when compiled trains (`fused_lowrank`)."""
+    from .fused_lowrank import SMALL_RANK, lowrank_rows_small
+
     QB, BtB = Q @ B, B.T @ B  # Q is frozen during local training: B^T Q_i once per item
+    if not mu and B.shape[1] <= SMALL_RANK:
+        return float(lowrank_rows_small(QB, Q, B, BtB, row_scale, W, row_lo, row_hi, p, slots, s_item, s_label,
+                                        row_item, n_active, offsets, lr, two_wd).sum())
     loss = np.zeros(p.shape[0])
     with compiled_threads():
         _lowrank_rows(n_threads(), QB, Q, B, BtB, row_scale, W, row_lo, row_hi, p, slots, s_item, s_label,
