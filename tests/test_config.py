@@ -55,17 +55,19 @@ def keys_before_small_rank_kernel(monkeypatch):
 
 
 def test_a_small_rank_colr_run_has_a_key_of_its_own_and_nothing_else_does():
-    # Keys computed before the kernel compiled with d and r fixed (`fed.fused_lowrank`): its runs (CoLR / SCoLR at
-    # rank <= 8 without FedProx) differ in their last bits, so results cached before must not be served for them;
+    # Keys computed before the kernel compiled for its rank (`fed.fused_lowrank`): its runs (CoLR / SCoLR at
+    # rank <= 4 without FedProx) differ in their last bits, so results cached before must not be served for them;
     # larger ranks, FedProx and the other methods train as before and keep their keys.
     from labcore.config import SMALL_RANK, paper_ml1m
 
-    assert SMALL_RANK == 8
+    assert SMALL_RANK == 4
     assert RunConfig().key() != "8a54d6c889ad1eac"  # CoLR@4
     assert paper_ml1m(client_schedule="uniform").key() != "ba417dc33eacefc1"
     assert RunConfig(method="colr", down_bits=8).key() != "3d6092e3026d8d13"
-    assert RunConfig(method="scolr", rank=8).key() != "147e4d8fbea58bf4"
-    assert paper_ml1m(method="colr", rank=8).key() != "42f7f35245a68e9f"
+    assert RunConfig(method="scolr", rank=4).key() != "9dedeaefcc0f228f"
+    assert paper_ml1m(method="colr", rank=2).key() != "95fb3f6ff7e9237f"
+    assert RunConfig(method="scolr", rank=8).key() == "147e4d8fbea58bf4"
+    assert paper_ml1m(method="colr", rank=8).key() == "42f7f35245a68e9f"
     assert RunConfig(method="colr", rank=16).key() == "4a2000750f0cedd0"
     assert RunConfig(method="scolr", rank=32).key() == "c0940d72bd5c41a7"
     assert paper_ml1m(method="colr", rank=16).key() == "2b02a663234f0f35"

@@ -1,4 +1,4 @@
-"""CoLR / SCoLR's kernel compiled with d and r fixed: its exp, its agreement with the general kernel, which runs
+"""CoLR / SCoLR's kernel compiled for its rank: its exp, its agreement with the general kernel, which runs
 it trains (the runs whose cache key says so)."""
 import numpy as np
 import pytest
@@ -37,7 +37,7 @@ def _cohort(data, rank, d, batch, seed=0):
     return Q, P, plan, lowrank
 
 
-@pytest.mark.parametrize("rank,d,batch", [(1, 6, 16), (3, 13, 20), (4, 64, 37), (SMALL_RANK, 64, 9)])
+@pytest.mark.parametrize("rank,d,batch", [(1, 6, 16), (3, 13, 20), (SMALL_RANK, 64, 37), (2, 64, 9)])
 def test_the_small_rank_kernel_trains_as_the_general_kernel_does(tiny, rank, d, batch, monkeypatch):
     """The same steps to float rounding (other summation order, another exp), at ranks and widths that leave
     remainders to the eight-sample loops."""
@@ -58,7 +58,7 @@ def test_the_small_rank_kernel_trains_as_the_general_kernel_does(tiny, rank, d, 
     assert a.dense_update()[1, :, rank - 1].abs().max() == 0  # a frozen column stays zero
 
 
-@pytest.mark.parametrize("method,rank,prox_mu", [("colr", 4, 0.0), ("scolr", SMALL_RANK, 0.0), ("colr", 16, 0.0),
+@pytest.mark.parametrize("method,rank,prox_mu", [("colr", 4, 0.0), ("scolr", SMALL_RANK, 0.0), ("colr", 8, 0.0),
                                                   ("colr", 4, 0.01), ("fedmf", 4, 0.0)])
 def test_the_runs_keyed_as_small_rank_are_the_ones_it_trains(tiny, method, rank, prox_mu, monkeypatch):
     calls = []

@@ -582,7 +582,7 @@ def lowrank_rows(Q, B, row_scale, W, row_lo, row_hi, p, slots, s_item, s_label, 
     """CoLR / SCoLR: W's rows are a_i (width r) and q = Q_i + B a_i, trained in A's r-dimensional space:
     x = p.Q_i + (B^T p).a_i, dL/da = row_scale (g B^T p + 2 wd (B^T Q_i + B^T B a_i)).
     row_scale (M, r) per client in schedule order (SCoLR's column mask times its lr scale). Without FedProx at
-    rank r <= SMALL_RANK the kernel with d and r fixed when compiled trains (`fused_lowrank`)."""
+    rank r <= SMALL_RANK the kernel compiled for r trains (`fused_lowrank`)."""
     from .fused_lowrank import SMALL_RANK, lowrank_rows_small
 
     QB, BtB = Q @ B, B.T @ B  # Q is frozen during local training: B^T Q_i once per item
