@@ -102,13 +102,14 @@ def test_a_quantized_uplink_made_in_a_workspace_is_the_fresh_one_call_after_call
 FAST = dict(local_epochs=2, batch_size=16, eval_every=2, rounds=4, rank_every=0)
 
 
-@pytest.mark.parametrize("method,dim,keeps,up_bits,budget", [("colr", 64, True, 0, 0), ("fedmf", 64, False, 0, 0),
+@pytest.mark.parametrize("method,dim,keeps,up_bits,budget", [("colr", 64, True, 0, 0), ("fedmf", 64, True, 0, 0),
                                                             ("fedmf", 64, False, 8, 0), ("colr", 64, True, 3, 0),
                                                             ("fedmf", 64, False, 4, 2), ("colr", 64, True, 3, 1)])
 def test_the_engine_keeps_the_sample_arrays_only_where_they_outweigh_the_update_table(tiny, method, dim, keeps,
                                                                                       up_bits, budget):
-    """CoLR's update table (rank 4) is smaller than the plan's arrays: they are kept from round to round. FedMF's
-    (d = 64) is larger: the sample arrays are freed after training (kept, they raised its memory peak). Either way
+    """CoLR's update table (rank 4) is smaller than the plan's arrays: they are kept from round to round. A quantized
+    FedMF's (d = 64) is larger: the sample arrays are freed after training (kept, they raised its memory peak); a
+    plain FedMF's rows are summed on arrival (no table), so they are kept. Either way
     the numbers are those of a run that makes every array afresh (keep_view: no workspace), quantized uplinks
     included (their codes, values and draws made in the workspace), over a noisy link too (its received tables as
     well)."""

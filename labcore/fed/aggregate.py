@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from numba import njit
 
-from .local_train import RowUpdate
+from .local_train import RowUpdate, SummedRows
 
 
 def fedavg_weights(n_samples: torch.Tensor) -> torch.Tensor:
@@ -66,6 +66,8 @@ def aggregate(updates, how: str, weights: torch.Tensor, touched: torch.Tensor | 
     the former dense decode laid it out: "item" = contiguous (M, N, k), "factor" = (M, k, N) transposed)."""
     if how not in ("weighted", "item_mean"):
         raise ValueError(f"aggregation={how!r}: allowed values are item_mean, weighted")
+    if isinstance(updates, SummedRows):  # summed as the clients' rows arrived (the same bits as the two below)
+        return updates.aggregate(how, weights)
     if isinstance(updates, RowUpdate):
         return rows_weighted_sum(updates, weights) if how == "weighted" else rows_item_mean(updates, layout)
     return weighted_sum(updates, weights) if how == "weighted" else item_mean(updates, touched)

@@ -150,9 +150,11 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
         per_slot = slots * 64 + slots * d * 4 * (2 if width != d else 1) + 6 * M * cfg.batch_size * d * 4
     else:  # the fused trainer reads the plan in place: the schedule's sample indices only
         per_slot = slots * 8
+    # no update table where every round is summed on arrival (rank statistics read it in their rounds)
+    table = 0 if layout == "rows" and sums_on_arrival(cfg) and not cfg.rank_every else rows * width * 4
     est = {"schedule and per-slot tensors": per_slot + samples * 48,
            "touched rows (update, row index) and the client sum's run tables":
-               rows * (width * 4 + 32) + (min(16, -(-M // 16)) + 4) * N * width * 4}
+               table + rows * 32 + (min(16, -(-M // 16)) + 4) * N * width * 4}
     dense_table = M * N * width * 4
     if layout == "dense":
         T = int((-(-per.max(initial=0) // cfg.batch_size)) * cfg.local_epochs)
@@ -187,6 +189,14 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
     if cfg.encryption != "none":
         est["encryption (each client's dense vector)"] = 3 * M * N * width * 8
     return est
+
+
+def sums_on_arrival(cfg: RunConfig) -> bool:
+    """Plain FedMF: nothing but the server's sum reads a client's update (no quantized uplink, encryption, attack,
+    defense, q-FFL, SCAFFOLD or personal model), so the server can add each client's rows as the client ends
+    (`Simulation._sums_on_arrival`; at ML-1M's full participation the update table it spares is 1.07 GB)."""
+    return (cfg.method == "fedmf" and not cfg.up_bits and cfg.encryption == "none" and cfg.attack == "none"
+            and cfg.defense == "none" and not cfg.qffl_q and not cfg.scaffold and cfg.personalization == "none")
 
 
 def check_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows") -> None:
@@ -317,8 +327,10 @@ class Simulation:
         elif cfg.personalization == "perfedavg":  # the global update is the first-order meta-gradient's
             local = train_perfedavg(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, cfg.perfedavg_alpha)
         elif self.trainer is train_cohort and not self.keep_view:  # W reused round to round (see Workspace)
+            summed = ((cfg.aggregation, fedavg_weights(torch.from_numpy(plan.n_pos))) if self._sums_on_arrival(t)
+                      else None)
             local = train_cohort(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, setup.lowrank,
-                                 self._workspace, prox_mu=cfg.prox_mu)
+                                 self._workspace, prox_mu=cfg.prox_mu, sum_on_arrival=summed)
         else:
             prox = {"prox_mu": cfg.prox_mu} if cfg.prox_mu else {}  # only the trainers that implement FedProx
             local = self.trainer(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, setup.lowrank, **prox)
@@ -328,7 +340,8 @@ class Simulation:
         n_pos, n_steps = plan.n_pos, plan.n_steps
         if not self.keep_view:  # the schedule and the per-sample arrays are done with
             del plan
-            if local.rows is not None and local.rows.values.nbytes > self._workspace.nbytes(*SAMPLE_ARRAYS):
+            if (local.rows is not None and local.rows.values is not None
+                    and local.rows.values.nbytes > self._workspace.nbytes(*SAMPLE_ARRAYS)):
                 # the update table is the larger (FedMF, SVD, Top-K): kept, the sample arrays would add to the
                 # run's memory peak (Pinterest FedMF at full participation: 1.80 -> 1.87 GiB), so they are freed
                 self._workspace.release(*SAMPLE_ARRAYS)
@@ -405,6 +418,15 @@ class Simulation:
         self.rows.append(row)
         self.round += 1
         return row
+
+    def _sums_on_arrival(self, t: int) -> bool:
+        """Whether round t's server adds each client's rows to the aggregate as the client ends (`SummedRows`):
+        `sums_on_arrival`, with the engine's trainer and not a round whose rank statistics, kept view or ledger
+        of every message reads each client's update. The same numbers to the bit, without the update table."""
+        cfg = self.cfg
+        return (sums_on_arrival(cfg) and self.trainer is train_cohort and self.layout == "rows" and not self.keep_view
+                and self.Q.dtype == torch.float32 and not self.ledger.every_message
+                and not (cfg.rank_every and t % cfg.rank_every == 0))
 
     def _uplink(self, t: int, local: LocalResult, setup, n_pos: np.ndarray, loss_before: np.ndarray | None,
                 n_dropped: int = 0):

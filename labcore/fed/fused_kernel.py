@@ -519,6 +519,89 @@ def full_rows(Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_item, n_activ
     return float(loss.sum())
 
 
+# --- the server's sum on arrival -----------------------------------------------------------------------------
+# A plain FedMF round's update table holds every (client, item) row the cohort touched, d floats each (ML-1M at full
+# participation: 4.2 M rows, 1.07 GB): written by training and read back by the server's sum, it went out to main
+# memory and back. When nothing reads the clients' rows but that sum (see `engine.Simulation._sums_on_arrival`),
+# each client's rows are added to it just after the client trains, while they are still in the core's cache, and
+# the scratch rows are reused: the same sum to the bit (clients in index order, each one's items in increasing
+# order, the order in which `aggregate` adds the table's rows), without the table.
+@njit(cache=True)
+def _add_client_rows(out, count, items, W, lo, hi, wc, weighted, i_lo, i_hi):
+    """Rows lo:hi of W (items items[lo:hi]) of items i_lo <= i < i_hi into the server's sum: out[i] += W[k] and
+    count[i] += 1 (item_mean), or out[i] += W[k] * wc (weighted); the arithmetic of `aggregate._add_rows` /
+    `_add_weighted_rows` (no fastmath: each product rounded, then added)."""
+    for k in range(lo, hi):
+        i = items[k]
+        if i < i_lo or i >= i_hi:
+            continue
+        if weighted:
+            for c in range(W.shape[1]):
+                out[i, c] += W[k, c] * wc
+        else:
+            count[i] += 1
+            for c in range(W.shape[1]):
+                out[i, c] += W[k, c]
+
+
+@njit(cache=True, parallel=True)
+def _full_rows_summed(lanes, group, Q, indptr, position, p, slots, s_item, s_label, row_item, n_active, offsets, lr,
+                      two_wd, mu, loss, weighted, w, out, count, first):
+    """Clients in index order, `group` at a time: the group's clients train on threads (dealt as in _lanes) into
+    scratch rows, then their rows are added to the sum in client order. Client c is at schedule position
+    position[c]; its rows are indptr[c]:indptr[c + 1] of row_item. first: client 0's rows, kept (its message)."""
+    M, N = indptr.shape[0] - 1, Q.shape[0]
+    span = 0  # the most rows a group holds
+    for g0 in range(0, M, group):
+        span = max(span, indptr[min(g0 + group, M)] - indptr[g0])
+    W = np.empty((span, Q.shape[1]), dtype=np.float32)
+    pos = np.empty((lanes, Q.shape[0]), dtype=np.int64)
+    for g0 in range(0, M, group):
+        g1 = min(g0 + group, M)
+        base = indptr[g0]
+        items = row_item[base:]  # the group's rows are W's first ones
+        for lane in prange(lanes):
+            for c in range(g0 + lane, g1, lanes):
+                lo, hi = indptr[c] - base, indptr[c + 1] - base
+                _open_rows(W, lo, hi, items, pos[lane])
+                _full_client(position[c], Q, W, lo, hi, p, slots, s_item, s_label, pos[lane], n_active, offsets,
+                             lr, two_wd, mu, loss)
+        if g0 == 0:
+            first[:, :] = W[:first.shape[0]]
+        for lane in prange(lanes):  # each thread adds the group's rows of its share of the items, in client order
+            i_lo, i_hi = N * lane // lanes, N * (lane + 1) // lanes
+            for c in range(g0, g1):
+                _add_client_rows(out, count, items, W, indptr[c] - base, indptr[c + 1] - base, w[c], weighted, i_lo,
+                                 i_hi)
+
+
+# Clients a thread trains per group before the group's rows are summed: the group's scratch rows stay within the
+# cores' caches (ML-1M: 700 rows of 256 bytes a client), and a thread that ends early waits for at most a few clients.
+GROUP_PER_LANE = 16
+
+
+def full_rows_summed(Q, indptr, position, p, slots, s_item, s_label, row_item, n_active, offsets, lr, two_wd,
+                     mu=0.0, weights=None):
+    """`full_rows` with the server's sum taken on arrival (see above): no update table is made. indptr: client c's
+    rows are row_item[indptr[c]:indptr[c + 1]] (client index order); position[c]: its place in the schedule (p,
+    slots); weights: the clients' float32 weights in index order (the weighted sum) or None (the item mean's sum
+    and count). Returns the summed loss, the sum (N, d), the rows per item (item mean; zeros if weighted) and
+    client 0's rows."""
+    N, d = Q.shape
+    loss = np.zeros(p.shape[0])
+    out = np.zeros((N, d), dtype=np.float32)
+    count = np.zeros(N, dtype=np.int64)
+    first = np.empty((int(indptr[1]) if len(indptr) > 1 else 0, d), dtype=np.float32)
+    weighted = weights is not None
+    w = np.ascontiguousarray(weights, dtype=np.float32) if weighted else np.zeros(p.shape[0], dtype=np.float32)
+    with compiled_threads():
+        lanes = n_threads()
+        _full_rows_summed(lanes, 1 if lanes == 1 else GROUP_PER_LANE * lanes, Q, indptr, position, p, slots, s_item,
+                          s_label, row_item, n_active, offsets, lr, two_wd, float(mu), loss, weighted, w, out, count,
+                          first)
+    return float(loss.sum()), out, count, first
+
+
 def full_rows_scaffold(Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_item, n_active, offsets, lr,
                        two_wd, C, ci_lo, ci_hi, ci_item, ci_val) -> float:
     """`full_rows` with SCAFFOLD's correction: W's rows end as the gradient steps G alone (see above).

@@ -95,6 +95,10 @@ class RowUpdate:
         return int(self.values.shape[1])
 
     @property
+    def dtype(self) -> torch.dtype:
+        return self.values.dtype
+
+    @property
     def shape(self) -> tuple[int, int, int]:
         return self.n_clients, self.n_items, self.width
 
@@ -151,6 +155,61 @@ class RowUpdate:
         M, N = touched.shape
         flat = torch.nonzero(touched.reshape(-1)).squeeze(1)
         return RowUpdate(M, N, flat // N, flat % N, update.reshape(M * N, -1).index_select(0, flat))
+
+
+@dataclass(frozen=True, eq=False)
+class SummedRows(RowUpdate):
+    """A cohort's rows that the server summed as they arrived (`fused_kernel.full_rows_summed`): each client's update
+    was added to the aggregate just after the client trained, and not kept (plain FedMF at ML-1M's full
+    participation: 1.07 GB of rows). The sum is `aggregate`'s of the rows to the bit. What else the round reads
+    stays: which items each client touched (its rows' `item`, `item_bits`: the item mask) and client 0's message
+    (`first`: the ledger serializes one message of the part's shape). `values` is None: whatever needs every
+    client's update (a codec, a protocol, a defense, rank statistics) trains without summing on arrival."""
+
+    how: str = "item_mean"  # the aggregation the sum is for: "item_mean" (total and count) or "weighted"
+    total: torch.Tensor | None = None  # (N, width): sum over clients of their rows (weighted: of w_u times them)
+    count: torch.Tensor | None = None  # (N,) int64: the clients that touched each item (item_mean)
+    first: torch.Tensor | None = None  # client 0's rows (its items: item[:indptr[1]])
+    weights: torch.Tensor | None = None  # (M,) the clients' weights the weighted sum used
+
+    @staticmethod
+    def from_sum(n_clients: int, indptr: np.ndarray, item: torch.Tensor, item_bits: np.ndarray | None, how: str,
+                 total: torch.Tensor, count: torch.Tensor | None, first: torch.Tensor,
+                 weights: torch.Tensor | None) -> "SummedRows":
+        rows = SummedRows(n_clients, int(total.shape[0]), None, item, None, item_bits, None, how, total, count, first,
+                          weights)
+        rows.__dict__["indptr"] = indptr  # as `from_offsets`
+        return rows
+
+    @property
+    def width(self) -> int:
+        return int(self.total.shape[1])
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.total.dtype
+
+    def aggregate(self, how: str, weights: torch.Tensor | None = None) -> torch.Tensor:
+        """The server's aggregate: `aggregate.rows_item_mean` or `rows_weighted_sum` of the rows, to the bit."""
+        if how != self.how:
+            raise ValueError(f"aggregation={how!r}: these rows were summed on arrival for {self.how!r}")
+        if how == "weighted":
+            if weights is not None and not torch.equal(weights.to(self.dtype), self.weights):
+                raise ValueError("weights: these rows were summed on arrival with other client weights")
+            return self.total
+        return self.total / self.count.clamp(min=1).to(self.total.dtype)[:, None]
+
+    def dense(self, clients: slice | None = None) -> torch.Tensor:
+        """Client 0's table (clients = slice(0, 1)), the one message kept; the others were summed on arrival."""
+        lo, hi = (0, self.n_clients) if clients is None else (clients.start or 0, clients.stop)
+        if (lo, hi) != (0, 1):
+            raise ValueError(f"clients {lo}..{hi - 1}: a cohort summed on arrival keeps client 0's update alone")
+        out = self.total.new_zeros(1, self.n_items, self.width)
+        out[0, self.item[: int(self.indptr[1])]] = self.first
+        return out
+
+    def with_values(self, values: torch.Tensor) -> "RowUpdate":
+        raise ValueError("a cohort summed on arrival has no per-client rows to replace")
 
 
 @dataclass(frozen=True, eq=False)
@@ -242,12 +301,15 @@ def client_first(sample_client: np.ndarray, n_clients: int) -> np.ndarray | None
 
 def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,
                  lowrank: LowRank | None = None, workspace: Workspace | None = None,
-                 prox_mu: float = 0.0, variates: tuple | None = None) -> LocalResult:
+                 prox_mu: float = 0.0, variates: tuple | None = None,
+                 sum_on_arrival: tuple[str, torch.Tensor] | None = None) -> LocalResult:
     """The engine's trainer: each client walks its steps in one compiled pass (`fused_kernel`), reading and
     writing its touched rows in place. The same update as `train_cohort_batched` up to summation order.
     prox_mu > 0: FedProx's local objective, + mu/2 ||item table - Q||^2 (`fused_kernel`, the pull).
     variates: SCAFFOLD's (c, ci_lo, ci_hi, ci_item, ci_val), the clients' rows in schedule order
-    (`scaffold.ControlVariates.trainer_inputs`); the rows returned are then the gradient steps G alone."""
+    (`scaffold.ControlVariates.trainer_inputs`); the rows returned are then the gradient steps G alone.
+    sum_on_arrival: (aggregation, the clients' weights) for a full item table (FedMF): the server's aggregate is
+    summed as each client ends, and the rows returned are `SummedRows` (no per-client rows are kept)."""
     from . import fused_kernel
 
     if Q.dtype != torch.float32:  # the kernel is float32 like every run; other dtypes take the torch path
@@ -264,6 +326,11 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
         row_item = (uniq % N).numpy()
     else:
         row_first, row_item, item_bits = fused_kernel.touched_rows_grouped(first, plan.sample_item, N, workspace)
+    if sum_on_arrival is not None:
+        if lowrank is not None or variates is not None or Q.dtype != torch.float32:
+            raise ValueError("sum_on_arrival: only a float32 full item table (FedMF) without SCAFFOLD is summed on "
+                             "arrival")
+        return _train_summed(Q, p0, plan, lr, weight_decay, prox_mu, row_first, row_item, item_bits, *sum_on_arrival)
     order_t = torch.from_numpy(plan.order)
     p = np.ascontiguousarray(p0[order_t].numpy(), dtype=np.float32)
     Qn = np.ascontiguousarray(Q.numpy())
@@ -288,6 +355,29 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
     back = torch.from_numpy(np.argsort(plan.order))
     filled = plan.n_filled if plan.n_filled >= 0 else _filled_slots(plan.slots)
     return LocalResult(torch.from_numpy(p)[back], None, None, loss_sum, filled, rows)
+
+
+def _train_summed(Q, p0, plan, lr, weight_decay, prox_mu, row_first, row_item, item_bits, how, weights
+                  ) -> LocalResult:
+    """`train_cohort` of a full item table with the server's sum taken as each client ends
+    (`fused_kernel.full_rows_summed`)."""
+    from . import fused_kernel
+
+    if how not in ("item_mean", "weighted"):
+        raise ValueError(f"aggregation={how!r}: allowed values are item_mean, weighted")
+    M = plan.n_clients
+    position = np.argsort(plan.order)  # client m's place in the schedule
+    p = np.ascontiguousarray(p0[torch.from_numpy(plan.order)].numpy(), dtype=np.float32)
+    w = weights.to(torch.float32) if how == "weighted" else None
+    loss_sum, total, count, first_rows = fused_kernel.full_rows_summed(
+        np.ascontiguousarray(Q.numpy()), row_first, position, p, plan.slots, plan.sample_item,
+        np.ascontiguousarray(plan.sample_label, dtype=np.float32), row_item, plan.n_active.astype(np.int64),
+        plan.offsets.astype(np.int64), lr, 2.0 * weight_decay, prox_mu, None if w is None else w.numpy())
+    rows = SummedRows.from_sum(M, row_first, torch.from_numpy(row_item), item_bits, how, torch.from_numpy(total),
+                               torch.from_numpy(count) if how == "item_mean" else None, torch.from_numpy(first_rows),
+                               w)
+    filled = plan.n_filled if plan.n_filled >= 0 else _filled_slots(plan.slots)
+    return LocalResult(torch.from_numpy(p)[torch.from_numpy(position)], None, None, loss_sum, filled, rows)
 
 
 def train_cohort_batched(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,

@@ -95,7 +95,7 @@ class Wire:
 
     @property
     def dtype(self) -> torch.dtype:
-        return self.data.dtype if self.data is not None else self.rows.update.values.dtype
+        return self.data.dtype if self.data is not None else self.rows.update.dtype
 
     def dense(self) -> torch.Tensor:
         """The (M, n) payload as one tensor (for the quantizer and encryption; clients x n large)."""
