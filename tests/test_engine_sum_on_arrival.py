@@ -40,6 +40,7 @@ def test_the_sum_on_arrival_is_the_tables_aggregate_to_the_bit(tiny, how, prox_m
     method = FedMF(RunConfig(dim=6), tiny.n_items)
     wires = [method.uplink(r, None)[0] for r in (summed, table)]
     assert wires[0].shape == wires[1].shape and wires[0].dtype == wires[1].dtype == torch.float32
+    assert np.array_equal(wires[0].row(0), wires[1].row(0))
     assert np.array_equal(Ledger().record(0, "up", wires[:1]), Ledger().record(0, "up", wires[1:]))
 
 
