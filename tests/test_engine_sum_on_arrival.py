@@ -63,6 +63,8 @@ def test_summed_rows_refuse_what_needs_every_clients_update(tiny):
 
         lowrank = LowRank(torch.randn(6, 2), torch.ones(plan.n_clients, 2), torch.ones(plan.n_clients))
         train_cohort(Q, P, plan, 0.1, 1e-2, lowrank, sum_on_arrival=("weighted", weights))
+    with pytest.raises(ValueError, match="float32 item table"):
+        train_cohort(Q.double(), P.double(), plan, 0.1, 1e-2, sum_on_arrival=("weighted", weights))
     with pytest.raises(ValueError, match="aggregation='median'"):
         train_cohort(Q, P, plan, 0.1, 1e-2, sum_on_arrival=("median", weights))
 

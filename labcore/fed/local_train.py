@@ -316,6 +316,9 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
         if prox_mu or variates is not None:
             raise ValueError(f"prox_mu={prox_mu} needs a float32 item table (got {Q.dtype}): FedProx is in the "
                              "compiled trainer only")
+        if sum_on_arrival is not None:
+            raise ValueError(f"sum_on_arrival needs a float32 item table (got {Q.dtype}): the sum is taken in the "
+                             "compiled trainer")
         return train_cohort_batched(Q, p0, plan, lr, weight_decay, lowrank)
     M, (N, d) = plan.n_clients, Q.shape
     first = plan.first if plan.first is not None else client_first(plan.sample_client, M)
@@ -327,9 +330,8 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
     else:
         row_first, row_item, item_bits = fused_kernel.touched_rows_grouped(first, plan.sample_item, N, workspace)
     if sum_on_arrival is not None:
-        if lowrank is not None or variates is not None or Q.dtype != torch.float32:
-            raise ValueError("sum_on_arrival: only a float32 full item table (FedMF) without SCAFFOLD is summed on "
-                             "arrival")
+        if lowrank is not None or variates is not None:
+            raise ValueError("sum_on_arrival: only a full item table (FedMF) without SCAFFOLD is summed on arrival")
         return _train_summed(Q, p0, plan, lr, weight_decay, prox_mu, row_first, row_item, item_bits, *sum_on_arrival)
     order_t = torch.from_numpy(plan.order)
     p = np.ascontiguousarray(p0[order_t].numpy(), dtype=np.float32)
