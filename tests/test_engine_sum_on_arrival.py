@@ -22,14 +22,13 @@ def _cohort(tiny, d=6, seed=0):
 
 
 @pytest.mark.parametrize("how", ["item_mean", "weighted"])
-@pytest.mark.parametrize("prox_mu", [0.0, 0.5])
 @pytest.mark.parametrize("threads", ["1", "2"])
-def test_the_sum_on_arrival_is_the_tables_aggregate_to_the_bit(tiny, how, prox_mu, threads, monkeypatch):
+def test_the_sum_on_arrival_is_the_tables_aggregate_to_the_bit(tiny, how, threads, monkeypatch):
     monkeypatch.setenv("LABCORE_THREADS", threads)
     plan, Q, P = _cohort(tiny)
     weights = fedavg_weights(torch.from_numpy(plan.n_pos))
-    table = train_cohort(Q, P, plan, 0.1, 1e-2, prox_mu=prox_mu)
-    summed = train_cohort(Q, P, plan, 0.1, 1e-2, prox_mu=prox_mu, sum_on_arrival=(how, weights))
+    table = train_cohort(Q, P, plan, 0.1, 1e-2)
+    summed = train_cohort(Q, P, plan, 0.1, 1e-2, sum_on_arrival=(how, weights))
     assert isinstance(summed.rows, SummedRows) and summed.rows.values is None
     assert torch.equal(aggregate(summed.rows, how, weights, None), aggregate(table.rows, how, weights, None))
     assert torch.equal(summed.p, table.p) and summed.loss_sum == table.loss_sum
@@ -63,6 +62,8 @@ def test_summed_rows_refuse_what_needs_every_clients_update(tiny):
 
         lowrank = LowRank(torch.randn(6, 2), torch.ones(plan.n_clients, 2), torch.ones(plan.n_clients))
         train_cohort(Q, P, plan, 0.1, 1e-2, lowrank, sum_on_arrival=("weighted", weights))
+    with pytest.raises(ValueError, match="without SCAFFOLD or FedProx"):
+        train_cohort(Q, P, plan, 0.1, 1e-2, prox_mu=0.5, sum_on_arrival=("weighted", weights))
     with pytest.raises(ValueError, match="float32 item table"):
         train_cohort(Q.double(), P.double(), plan, 0.1, 1e-2, sum_on_arrival=("weighted", weights))
     with pytest.raises(ValueError, match="aggregation='median'"):
@@ -72,7 +73,7 @@ def test_summed_rows_refuse_what_needs_every_clients_update(tiny):
 FAST = dict(local_epochs=2, batch_size=16, eval_every=2, rounds=4, rank_every=0, dim=8)
 
 
-@pytest.mark.parametrize("extra", [{}, {"aggregation": "weighted"}, {"prox_mu": 0.1}, {"dropout": 0.2},
+@pytest.mark.parametrize("extra", [{}, {"aggregation": "weighted"}, {"dropout": 0.2},
                                    {"stragglers": 0.5, "straggler_policy": "keep"}, {"server_optimizer": "fedadam",
                                                                                       "server_lr": 0.01},
                                    {"rank_every": 2}, {"clients_per_round": 7}])
@@ -91,6 +92,7 @@ def test_a_plain_fedmf_run_sums_on_arrival_with_the_numbers_of_one_that_does_not
 
 
 @pytest.mark.parametrize("extra", [{"method": "colr"}, {"method": "svd"}, {"method": "topk", "topk_ratio": 0.25},
+                                   {"prox_mu": 0.1},
                                    {"up_bits": 8}, {"defense": "median"}, {"qffl_q": 1.0, "aggregation": "weighted"},
                                    {"scaffold": True, "aggregation": "weighted"},
                                    {"personalization": "ditto"}, {"encryption": "secagg"},

@@ -330,8 +330,9 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
     else:
         row_first, row_item, item_bits = fused_kernel.touched_rows_grouped(first, plan.sample_item, N, workspace)
     if sum_on_arrival is not None:
-        if lowrank is not None or variates is not None:
-            raise ValueError("sum_on_arrival: only a full item table (FedMF) without SCAFFOLD is summed on arrival")
+        if lowrank is not None or variates is not None or prox_mu:
+            raise ValueError("sum_on_arrival: only a full item table (FedMF) without SCAFFOLD or FedProx is summed on "
+                             "arrival")
         return _train_summed(Q, p0, plan, lr, weight_decay, prox_mu, row_first, row_item, item_bits, *sum_on_arrival)
     order_t = torch.from_numpy(plan.order)
     p = np.ascontiguousarray(p0[order_t].numpy(), dtype=np.float32)
