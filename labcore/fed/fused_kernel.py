@@ -581,8 +581,9 @@ GROUP_PER_LANE = 16
 
 
 def full_rows_summed(Q, indptr, position, p, slots, s_item, s_label, row_item, n_active, offsets, lr, two_wd,
-                     mu=0.0, weights=None):
-    """`full_rows` with the server's sum taken on arrival (see above): no update table is made. indptr: client c's
+                     weights=None):
+    """`full_rows` without FedProx, with the server's sum taken on arrival (see above): no update table is made
+    (the kernel keeps FedProx's argument, at 0, so that its compiled form stays the one tested). indptr: client c's
     rows are row_item[indptr[c]:indptr[c + 1]] (client index order); position[c]: its place in the schedule (p,
     slots); weights: the clients' float32 weights in index order (the weighted sum) or None (the item mean's sum
     and count). Returns the summed loss, the sum (N, d), the rows per item (item mean; zeros if weighted) and
@@ -597,7 +598,7 @@ def full_rows_summed(Q, indptr, position, p, slots, s_item, s_label, row_item, n
     with compiled_threads():
         lanes = n_threads()
         _full_rows_summed(lanes, 1 if lanes == 1 else GROUP_PER_LANE * lanes, Q, indptr, position, p, slots, s_item,
-                          s_label, row_item, n_active, offsets, lr, two_wd, float(mu), loss, weighted, w, out, count,
+                          s_label, row_item, n_active, offsets, lr, two_wd, 0.0, loss, weighted, w, out, count,
                           first)
     return float(loss.sum()), out, count, first
 

@@ -333,7 +333,7 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
         if lowrank is not None or variates is not None or prox_mu:
             raise ValueError("sum_on_arrival: only a full item table (FedMF) without SCAFFOLD or FedProx is summed on "
                              "arrival")
-        return _train_summed(Q, p0, plan, lr, weight_decay, prox_mu, row_first, row_item, item_bits, *sum_on_arrival)
+        return _train_summed(Q, p0, plan, lr, weight_decay, row_first, row_item, item_bits, *sum_on_arrival)
     order_t = torch.from_numpy(plan.order)
     p = np.ascontiguousarray(p0[order_t].numpy(), dtype=np.float32)
     Qn = np.ascontiguousarray(Q.numpy())
@@ -360,7 +360,7 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
     return LocalResult(torch.from_numpy(p)[back], None, None, loss_sum, filled, rows)
 
 
-def _train_summed(Q, p0, plan, lr, weight_decay, prox_mu, row_first, row_item, item_bits, how, weights
+def _train_summed(Q, p0, plan, lr, weight_decay, row_first, row_item, item_bits, how, weights
                   ) -> LocalResult:
     """`train_cohort` of a full item table with the server's sum taken as each client ends
     (`fused_kernel.full_rows_summed`)."""
@@ -375,7 +375,7 @@ def _train_summed(Q, p0, plan, lr, weight_decay, prox_mu, row_first, row_item, i
     loss_sum, total, count, first_rows = fused_kernel.full_rows_summed(
         np.ascontiguousarray(Q.numpy()), row_first, position, p, plan.slots, plan.sample_item,
         np.ascontiguousarray(plan.sample_label, dtype=np.float32), row_item, plan.n_active.astype(np.int64),
-        plan.offsets.astype(np.int64), lr, 2.0 * weight_decay, prox_mu, None if w is None else w.numpy())
+        plan.offsets.astype(np.int64), lr, 2.0 * weight_decay, None if w is None else w.numpy())
     rows = SummedRows.from_sum(M, row_first, torch.from_numpy(row_item), item_bits, how, torch.from_numpy(total),
                                torch.from_numpy(count) if how == "item_mean" else None, torch.from_numpy(first_rows),
                                w)
