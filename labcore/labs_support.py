@@ -23,6 +23,24 @@ from typing import Callable
 import pandas as pd
 
 PAPER_ENV = "LABCORE_PAPER_SIZE"
+# In a notebook kernel every plotly figure carries both its interactive form (JupyterLab draws it) and an HTML
+# form with plotly.js embedded once per notebook: `jupyter nbconvert --to html` keeps every figure, offline.
+NOTEBOOK_RENDERER = "plotly_mimetype+notebook"
+
+
+def _render_figures_for_export() -> None:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None and type(shell).__name__ == "ZMQInteractiveShell":  # a Jupyter kernel, not a terminal
+        import plotly.io as pio
+
+        pio.renderers.default = NOTEBOOK_RENDERER
+
+
+_render_figures_for_export()
 
 
 def paper_size() -> bool:

@@ -320,3 +320,48 @@ def test_notebook_executes(path: Path, tmp_path, shared_cache):
               for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors
     assert all(c.get("execution_count") for c in nb.cells if c.cell_type == "code"), "every cell ran"
+    # the HTML a student hands in keeps every figure the notebook drew (the same as `--to html --execute`)
+    html = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--output-dir", str(tmp_path),
+                           str(tmp_path / path.name)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert html.returncode == 0, html.stderr[-3000:]
+    page = (tmp_path / path.with_suffix(".html").name).read_text()
+    drawn = figures_drawn(nb)
+    assert drawn > 0, "a lab draws at least one figure"
+    assert figures_in_html(page) == drawn, f"{drawn} figures drawn, {figures_in_html(page)} in the exported HTML"
+    assert re.search(r"plotly\.js v\d", page), "plotly.js is embedded, not fetched from a CDN"
+
+
+def figures_drawn(nb) -> int:
+    """Figures in the executed notebook's outputs: plotly figures and images."""
+    return sum(1 for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+               if o.output_type in ("display_data", "execute_result")
+               and ("application/vnd.plotly.v1+json" in o.data or "image/png" in o.data))
+
+
+def figures_in_html(page: str) -> int:
+    return page.count('class="plotly-graph-div"') + page.count('<img src="data:image/png')
+
+
+def test_exported_html_keeps_figures_offline(tmp_path):
+    """A figure drawn in a notebook kernel is drawn again by the exported HTML in a browser with no network."""
+    if not Path("/usr/bin/chromium").exists():
+        pytest.skip("needs /usr/bin/chromium (see DEVELOPERS.md)")
+    from playwright.sync_api import sync_playwright
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("from labcore import labs_support as labs\nimport plotly.graph_objects as go\n"
+                                          "go.Figure(go.Scatter(y=[1, 3, 2]))")]
+    nbformat.write(nb, tmp_path / "one.ipynb")
+    out = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--execute", "one.ipynb"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page()
+        page.route("http*://**", lambda route: route.abort())  # offline: nothing from a CDN
+        page.goto((tmp_path / "one.html").as_uri())
+        page.wait_for_selector(".plotly-graph-div .main-svg", timeout=30_000)
+        drawn = page.evaluate("document.querySelectorAll('.plotly-graph-div .main-svg').length")
+        browser.close()
+    assert drawn > 0
