@@ -30,7 +30,7 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then exit 0; fi
 # [all] includes [scale] (Flower + Ray, labcore/scale/): the tests of the Flower federation and the Ray backend
 .venv/bin/python -m pip install --quiet -c constraints.txt -e ".[all]"
 .venv/bin/python -m ipykernel install --sys-prefix --name python3 >/dev/null 2>&1 || true
-# compile the engine's kernels now (about 20 s on a quiet laptop), not in a student's first run
+# compile the engine's kernels now, once, rather than in a student's first run
 .venv/bin/python scripts/warm_kernels.py || echo "warning: the kernels were not compiled ahead; the first run compiles them" >&2
 echo "$want" > "$stamp"
 echo "labcore installed in .venv"
