@@ -26,8 +26,8 @@ def stragglers(df: pd.DataFrame, paper=None):
 
 
 def quadratics(df: pd.DataFrame, paper=None):
-    fig = px.line(df, x="round", y="distance", color="method", log_y=True,
-                  labels={"distance": "||x - x*|| (log scale)"})
+    fig = _log_ticks(px.line(df, x="round", y="distance", color="method", log_y=True,
+                             labels={"distance": "||x - x*|| (log scale)"}))
     return _layout(fig, _title(df, "Heterogeneous quadratics: SCAFFOLD reaches x*, FedAvg stalls at a floor"))
 
 
@@ -72,10 +72,31 @@ def bytes_bars(df: pd.DataFrame, paper=None):
     return _layout(fig, _title(df, "Bytes on the wire per round (payload ledger)"))
 
 
+# the history columns in words, for axis titles
+HISTORY_LABELS = {"test_acc": "test accuracy", "train_acc": "training accuracy", "train_loss": "training loss",
+                  "distance": "distance to the optimum ||x - x*||", "drift": "client drift (mean ||Δ_i - mean Δ||)",
+                  "round": "round"}
+
+
+def _log_ticks(fig):
+    """Powers of ten on a log axis: plotly's default writes 0.001 as "1m" and 1e-6 as "1µ"."""
+    return fig.update_yaxes(exponentformat="power")
+
+
 def history(h: pd.DataFrame, y: str = "test_acc", color: str = "method", log_y: bool = False, title: str = ""):
     """Curves of one metric from several runs' histories (a `method` column tells them apart)."""
-    fig = px.line(h, x="round", y=y, color=color if color in h else None, log_y=log_y, markers=True)
-    return _layout(fig, title or y.replace("_", " "))
+    fig = px.line(h, x="round", y=y, color=color if color in h else None, log_y=log_y, markers=True,
+                  labels={y: HISTORY_LABELS.get(y, y.replace("_", " ")) + (" (log scale)" if log_y else ""),
+                          color: ""})
+    if log_y:
+        _log_ticks(fig)
+    return _layout(fig, title or HISTORY_LABELS.get(y, y.replace("_", " ")))
+
+
+def final_values(h: pd.DataFrame, y: str, color: str = "method") -> pd.DataFrame:
+    """Each run's last round and its value of `y`: the numbers a plot's curves end at."""
+    last = h.sort_values("round").groupby(color, sort=False).tail(1)
+    return last[[color, "round", y]].rename(columns={y: HISTORY_LABELS.get(y, y)}).reset_index(drop=True)
 
 
 def client_accuracy(clients: pd.DataFrame, title: str = "per-client test accuracy"):
