@@ -236,12 +236,14 @@ def ckks_sizes(table: pd.DataFrame, x: str = "rank") -> go.Figure:
 
 
 def attack_bars(summary: pd.DataFrame) -> go.Figure:
-    """Item-recovery precision per view of the server against chance (attack_summary's table)."""
+    """Item-recovery precision and recall per view of the server, each against chance (attack_summary's table):
+    a guess as large as the attack's recalls that share of anyone's items."""
     s = summary.copy()
     s["label"] = s["encryption"] + ": " + s["view"]
     fig = go.Figure([go.Bar(x=s["label"], y=s["precision"], name="attack precision"),
                      go.Bar(x=s["label"], y=s["recall"], name="attack recall"),
-                     go.Bar(x=s["label"], y=s["base_rate"], name="chance (base rate)")])
+                     go.Bar(x=s["label"], y=s["base_rate"], name="chance precision"),
+                     go.Bar(x=s["label"], y=s["chance_recall"], name="chance recall")])
     fig.update_layout(barmode="group", yaxis_title="share of items", yaxis_range=[0, 1.05],
                       margin=dict(l=50, r=10, t=30, b=40))
     return fig

@@ -21,6 +21,17 @@ def test_attack_scores_definition():
     s = attack_scores(rec, truth)
     assert s["precision"] == pytest.approx(2 / 3) and s["recall"] == pytest.approx(2 / 3)
     assert s["base_rate"] == pytest.approx(3 / 5)
+    assert s["chance_recall"] == pytest.approx(3 / 5)  # a random guess of 3 of 5 items recalls 3/5 of any set
+
+
+def test_chance_recall_is_what_a_random_guess_recalls():
+    """Over many random guesses of k items, the mean recall of a fixed true set is k / N."""
+    rng = np.random.default_rng(0)
+    truth = np.zeros(50, bool)
+    truth[:7] = True
+    guesses = [np.isin(np.arange(50), rng.choice(50, 20, replace=False)) for _ in range(4000)]
+    recalls = [attack_scores(g, truth)["recall"] for g in guesses]
+    assert np.mean(recalls) == pytest.approx(attack_scores(guesses[0], truth)["chance_recall"], abs=0.01)
 
 
 @pytest.mark.parametrize(

@@ -161,7 +161,10 @@ def recover_interacted_items(delta: np.ndarray, q: np.ndarray | None = None, ori
 
 
 def attack_scores(recovered: np.ndarray, true_positive_mask: np.ndarray) -> dict:
-    """Precision and recall of a recovered item set; base_rate is chance precision."""
+    """Precision and recall of a recovered item set, each beside what chance gives: base_rate is the precision of
+    any guess, chance_recall the recall of a random guess as large as this one (n_recovered / items). An attack on
+    noise can name a third of the catalogue and so "recall" a third of anyone's items: only recall above
+    chance_recall is a leak."""
     rec = np.asarray(recovered, bool).ravel()
     truth = np.asarray(true_positive_mask, bool).ravel()
     if rec.shape != truth.shape:
@@ -176,6 +179,7 @@ def attack_scores(recovered: np.ndarray, true_positive_mask: np.ndarray) -> dict
         "recall": recall,
         "base_rate": base,
         "lift": precision / base if base else 0.0,
+        "chance_recall": n_rec / truth.size if truth.size else 0.0,
         "n_recovered": n_rec,
         "true_positives": tp,
     }

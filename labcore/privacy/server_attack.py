@@ -16,7 +16,8 @@ actually receives from each client under `cfg.encryption`:
 Scores are precision and recall of the recovered set against the client's
 true positives (its training items: every one is in its local samples each
 round), averaged over the attacked clients, with the base rate (chance
-precision = positives / items) and the lift = precision / base rate.
+precision = positives / items), the lift = precision / base rate, and the
+chance recall (the recall of a random guess of as many items).
 
 Besides each client's upload, the round's aggregate is attacked against each
 participant: it is what the server learns under secagg (and in plain runs),
@@ -30,7 +31,7 @@ import pandas as pd
 
 from .attacks import attack_scores, recover_interacted_items, server_view_rows, topk_index_leak
 
-SCORE_KEYS = ("precision", "recall", "base_rate", "lift")
+SCORE_KEYS = ("precision", "recall", "base_rate", "lift", "chance_recall")
 
 
 def _positives(plan, m: int, n_items: int) -> np.ndarray:

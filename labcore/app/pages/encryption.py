@@ -167,7 +167,8 @@ def _attack(cfg, vs) -> None:
 
 ATTACKED = 4  # clients per round protected for real (and attacked) under encryption
 ATTACK_COLUMNS = {"view": "what the server attacks", "precision": "attack precision", "recall": "attack recall",
-                  "base_rate": "chance (base rate)", "lift": "lift (x chance)", "clients": "clients attacked"}
+                  "base_rate": "chance (base rate)", "lift": "lift (x chance)",
+                  "chance_recall": "chance recall (a guess as large)", "clients": "clients attacked"}
 
 
 def same_clients(plain: dict, protected: dict) -> dict:
