@@ -67,6 +67,23 @@ def test_notebook_is_a_lesson(path: Path):
     assert "plots." in code, "plots come from labcore.plots"
 
 
+SUMMARY_HEADINGS = ("What you learned", "Where this leaves us", "Take-aways", "What to take away")
+APP_LINK = re.compile(r"\(http://localhost:8501/([a-z_]*)\)")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_notebook_ends_with_a_summary_and_its_app_page(path: Path):
+    """The last markdown cells say what was learned and link the app page(s) where the same controls are live."""
+    from labcore.app.pages import pages
+
+    nb = nbformat.read(path, as_version=4)
+    tail = "\n".join(c.source for c in [c for c in nb.cells if c.cell_type == "markdown"][-2:])
+    assert any(h in tail for h in SUMMARY_HEADINGS), f"{path.name} ends without a summary ({SUMMARY_HEADINGS})"
+    linked = APP_LINK.findall(tail)
+    assert linked, f"{path.name} ends without a link to its app page"
+    assert all(name == "" or name in pages() for name in linked), f"{path.name} links {linked}; pages: {list(pages())}"
+
+
 # --- every labcore name a notebook uses exists ------------------------------------------------------------
 def _resolve(dotted: str, allow_import: bool):
     """The object a dotted labcore name refers to; raises AttributeError / ImportError naming the missing part."""
