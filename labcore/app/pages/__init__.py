@@ -55,5 +55,7 @@ def page_object(name: str):
 def navigation():
     import streamlit as st
 
+    # at the top, in one menu per section: the sidebar keeps its height for the page's controls (a projector's 720 px)
     return st.navigation({section: [page_object(n) for n in names if page_file(n).exists()]
-                          for section, names in sections().items() if any(page_file(n).exists() for n in names)})
+                          for section, names in sections().items() if any(page_file(n).exists() for n in names)},
+                         position="top")
