@@ -23,7 +23,7 @@ from .base import FedMF, RoundSetup, RowBlock, Wire
 
 def train_client(Q: torch.Tensor, p: torch.Tensor, batches, lr: float, weight_decay: float, B: torch.Tensor,
                  col_scale: torch.Tensor, prox_mu: float = 0.0) -> tuple[torch.Tensor, torch.Tensor, float]:
-    """One CoLR / SCoLR client's local training (Algorithm 1's ClientUpdate): its user vector after training, its
+    """One CoLR / SCoLR client's local training (Algorithm 1, the client's part): its user vector after training, its
     A (N x r) and its summed loss. The engine runs the same steps compiled (`fed.kernels.fused` and, at a small rank,
     `fed.kernels.fused_lowrank`), tested equal to this.
 
