@@ -1,6 +1,6 @@
 """The engine's local training against its former implementations: the same config, one command, the ratio printed.
 
-    rows     (now) each client walks its steps in one compiled pass over its touched rows (`fused_kernel`)
+    rows     (now) each client walks its steps in one compiled pass over its touched rows (`fed/kernels/fused.py`)
     batched  the former trainer: one batched torch step for all clients at a time, same rows layout
     dense    the layout before that: clients x items update tables
 
@@ -30,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def _simulation(cfg, data, layout: str):
     from labcore.fed.engine import Simulation
-    from labcore.fed.local_train import train_cohort_batched
+    from labcore.fed.batched import train_cohort_batched
 
     if layout == "batched":
         return Simulation(cfg, data, trainer=train_cohort_batched)

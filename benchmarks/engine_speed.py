@@ -15,10 +15,15 @@ import time
 
 import torch
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test oracles (`tests/oracles`)
+
 import labcore
 from labcore.fed.engine import Simulation, load_data
 from labcore.fed.local_train import train_cohort
-from labcore.fed.loop_oracle import train_clients_loop
+from oracles.fed_loop import train_clients_loop  # noqa: E402
 
 
 def rounds_per_second(cfg, data, trainer, rounds: int) -> tuple[float, float]:

@@ -4,8 +4,8 @@
 
 1. Local training of a round of 100 digits clients (FedAvg, 10 steps of batch 10, logistic regression and MLP):
    the batched path (`FedAvg.local_train`: one (clients, P) tensor, batched matmuls) against the same math client
-   by client (`loop_oracle.local_train_loop`: autograd on each client's tensors) and against a loop calling the
-   batched kernel with one client at a time; same minibatches, same process, one thread. Results are checked equal.
+   by client (`tests/oracles/flalgos_loop.local_train_loop`: autograd on each client's tensors) and against a loop
+   calling the batched kernel with one client at a time; same minibatches, same process, one thread. Results are checked equal.
 2. A whole round (`Simulation.step`: sampling, training, ledger, aggregation) of FedProx and SCAFFOLD against
    FedAvg's.
 Prints medians and ratios (wall-clock on this machine; other work running on it changes the absolute numbers
@@ -19,8 +19,13 @@ import time
 
 import torch
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test oracles (`tests/oracles`)
+
 from labcore.flalgos.config import FLConfig
-from labcore.flalgos.loop_oracle import local_train_loop
+from oracles.flalgos_loop import local_train_loop  # noqa: E402
 from labcore.flalgos.simulation import Simulation, round_generator
 from labcore.flalgos.strategies import RoundContext
 

@@ -1,5 +1,5 @@
 """Drawing one round's plan: the compiled per-client version (`sampling.plan_round`) against the whole-array
-numpy version it replaced (`loop_oracle.plan_round_numpy`), same draws, same process; the ratio printed.
+numpy version it replaced (`tests/oracles/fed_loop.plan_round_numpy`), same draws, same process; the ratio printed.
 
     python benchmarks/plan_round.py                      # ML-1M, every user a client, paper settings
     python benchmarks/plan_round.py --dataset pinterest --clients 2000 --repeat 5
@@ -15,10 +15,15 @@ import time
 
 import numpy as np
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test oracles (`tests/oracles`)
+
 import labcore
 from labcore.fed import sampling
 from labcore.fed.engine import load_data, use_threads
-from labcore.fed.loop_oracle import plan_round_numpy
+from oracles.fed_loop import plan_round_numpy  # noqa: E402
 
 FIELDS = tuple(f.name for f in dataclasses.fields(sampling.RoundPlan) if f.default is dataclasses.MISSING)
 

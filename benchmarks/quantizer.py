@@ -1,5 +1,5 @@
 """The QSGD quantizer of the uplink and downlink (`fed.mods.quantize_wires`): its compiled passes (now) against
-the whole-array torch / numpy form they replaced (`methods.quantize_reference`, before), on the same payload with
+the whole-array torch / numpy form they replaced (`tests/oracles/quantize_reference`), on the same payload with
 the same draws, in the same process; both forms' levels, values and bytes checked equal, the ratios printed.
 
     python benchmarks/quantizer.py                       # a CoLR@4 uplink of the paper's cohort: 60 x 3706 x 4
@@ -22,11 +22,16 @@ import time
 import numpy as np
 import torch
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test oracles (`tests/oracles`)
+
 from labcore.fed.engine import use_threads
 from labcore.fed.local_train import RowUpdate
 from labcore.methods.base import RowBlock, Wire
 from labcore.methods.quantize import dequantize, pack_codes, quantize, quantize_blocks
-from labcore.methods.quantize_reference import dequantize_torch, pack_codes_planes, quantize_torch
+from oracles.quantize_reference import dequantize_torch, pack_codes_planes, quantize_torch
 
 
 def time_both(now, before, repeat: int):

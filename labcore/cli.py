@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(fn=cmd_datasets)
     from .scale.cli import add_commands as add_scale_commands
 
-    add_scale_commands(sub, add_config_options)  # labcore flower / labcore sweep (Flower, Ray: labcore[scale])
+    add_scale_commands(sub, add_config_options, config_from_args)  # labcore flower / labcore sweep (Flower, Ray: labcore[scale])
     from . import topics
 
     for t in topics.all_topics():

@@ -10,6 +10,10 @@ from __future__ import annotations
 import typing
 from dataclasses import dataclass, field, fields
 
+from .fed.kernels.dispatch import SMALL_RANK, choose_kernel
+from .fed.memory import PERSONAL_LIMIT, table_bytes
+from .net.budget import exceeds
+from .privacy.params import check_ckks  # pure Python: no TenSEAL import
 from .typed_config import (ConfigError, TypedConfig, build, check_choices, check_ranges, check_types, coerce, fail,
                            hash_key)
 
@@ -152,9 +156,10 @@ class RunConfig(TypedConfig):
         return hash_key(d)
 
     def small_rank_kernel(self) -> bool:
-        """Whether local training runs in the kernel compiled for its rank (`fed.fused_lowrank`): CoLR and
-        SCoLR at rank <= SMALL_RANK without FedProx."""
-        return self.method in ("colr", "scolr") and self.rank <= SMALL_RANK and not self.prox_mu
+        """Whether local training runs in the kernel compiled for its rank (`fed.kernels.fused_lowrank`): CoLR and
+        SCoLR at rank <= SMALL_RANK without FedProx (`fed.kernels.dispatch.choose_kernel`, the trainer's rule)."""
+        return choose_kernel(low_rank=self.method in ("colr", "scolr"), rank=self.rank, prox_mu=self.prox_mu,
+                             scaffold=self.scaffold) == "lowrank_small"
 
     def _quantized_uplink_version(self) -> int:
         if not self.quantized_by_rows():
@@ -202,8 +207,6 @@ class RunConfig(TypedConfig):
 
     def noisy_link(self, way: str) -> bool:
         """A quantized link ("up" or "down") with more levels than its budget carries exactly: it can move a zero."""
-        from .net.channel import exceeds
-
         bits = getattr(self, f"{way}_bits")
         return bool(bits) and exceeds(2**bits - 1, getattr(self, f"{way}_link_budget"))
 
@@ -212,27 +215,19 @@ class RunConfig(TypedConfig):
         return tuple(self.ckks_coeff_bits) or (60, self.ckks_scale_bits, 60)
 
 
-# Part of a quantized-uplink run's key. 2: the server reads the dequantized update back onto the touched rows and adds
-# the clients in order, as for a float32 uplink (1: it summed each client's whole table with torch, in another order,
-# which a quantized run amplifies past float rounding). 3: the methods below draw one number per value a client holds
-# (its touched rows), not per value of its whole table, unless the link is noisy; other quantized runs stay at 2.
-# 4: so do they over a noisy link, whose channel is drawn for from the packed codes in the buckets with a norm (numpy's
-# draws; it was torch's, for every value of each client's whole table). 5: up to `channel.TABLE_LEVELS` levels each
-# received level is drawn from its exact distribution with one uniform (it was a normal and a uniform through Eq. 6).
-# 6: CoLR / SCoLR over a noisy link with weighted aggregation: their received tables are weighted in their storage's
-# order (`aggregate.weighted_sum`), other last bits. Results cached under one version are not served for another.
-_QUANTIZED_UPLINK = 2
-_QUANTIZED_BY_ROWS = 3
-_QUANTIZED_BY_ROWS_NOISY = 5
-_QUANTIZED_FACTOR_WEIGHTED_NOISY = 6
-# CoLR / SCoLR at rank <= SMALL_RANK (without FedProx) train in a kernel compiled for their rank: other last bits
-# than the general kernel (summation order, exp from a polynomial), so their runs carry `local_kernel` in the key.
-# Above rank 4 its fully unrolled rank-r loops no longer pay (CoLR@8: 4.6 s against 2.7 s for 100 paper rounds).
-SMALL_RANK = 4
+# A quantized run amplifies a last-bit difference (a value crosses a rounding threshold) and its draws are part of
+# its numbers, so its key carries the version of how its uplink is summed and drawn: results made another way are
+# not served for it. Each way of quantizing the uplink has its own number (the history of the numbers is in git).
+_QUANTIZED_UPLINK = 2  # any method: the dequantized update read back onto the touched rows, clients summed in order
+_QUANTIZED_BY_ROWS = 3  # ROW_QUANTIZED methods: one draw per value a client holds (its touched rows)
+_QUANTIZED_BY_ROWS_NOISY = 5  # the same over a noisy link: each received level drawn from its exact distribution
+_QUANTIZED_FACTOR_WEIGHTED_NOISY = 6  # CoLR / SCoLR over a noisy link, weighted: tables weighted in storage order
+# The small-rank kernel's last bits differ from the general one's (summation order, exp from a polynomial), so its
+# runs carry `local_kernel` in the key (`fed.kernels.dispatch` decides which kernel trains).
 _SMALL_RANK_KERNEL = 1
 ROW_QUANTIZED = ("fedmf", "colr", "scolr")  # methods whose uplink is each client's table, held by its touched rows
 _NOT_IN_KEY = ("checkpoint_every",)  # bookkeeping that does not change the numbers
-# Fields added after results were stored: at their default they stay out of the key, so stored keys remain valid.
+# Fields whose default is out of the key, so that results stored without them keep their keys.
 _KEY_FROM_NON_DEFAULT = {"data_skew": 1.0, "client_schedule": "uniform", "up_link_budget": 0, "down_link_budget": 0,
                          "prox_mu": 0.0, "server_optimizer": "fedavg", "server_lr": 1.0, "server_momentum": 0.9,
                          "server_beta1": 0.9, "server_beta2": 0.99, "server_tau": 1e-3, "scaffold": False,
@@ -405,8 +400,6 @@ def check_personal(c: RunConfig, n_users: int, n_items: int) -> None:
     personal table in memory (Ditto, APFL, pFedMe; Per-FedAvg makes its personal models at evaluation)."""
     if c.personalization == "none":
         return
-    from .fed.personal import PERSONAL_LIMIT, table_bytes
-
     name = ("personalization", c.personalization)
     if c.method != "fedmf":
         fail(*name, f"runs with method='fedmf' only (got method={c.method!r}): each user's personal model is a "
@@ -431,8 +424,6 @@ def check_personal(c: RunConfig, n_users: int, n_items: int) -> None:
 
 
 def _validate_encryption(c: RunConfig) -> None:
-    from .privacy.params import check_ckks  # pure Python: no TenSEAL import
-
     bits = c.ckks_coeff_bits
     if not isinstance(bits, tuple) or not all(isinstance(b, int) and not isinstance(b, bool) for b in bits):
         fail("ckks_coeff_bits", bits, "expected a tuple of prime sizes in bits, e.g. (60, 50, 60), or () for "

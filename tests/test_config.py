@@ -55,7 +55,7 @@ def keys_before_small_rank_kernel(monkeypatch):
 
 
 def test_a_small_rank_colr_run_has_a_key_of_its_own_and_nothing_else_does():
-    # Keys computed before the kernel compiled for its rank (`fed.fused_lowrank`): its runs (CoLR / SCoLR at
+    # Keys computed before the kernel compiled for its rank (`fed.kernels.fused_lowrank`): its runs (CoLR / SCoLR at
     # rank <= 4 without FedProx) differ in their last bits, so results cached before must not be served for them;
     # larger ranks, FedProx and the other methods train as before and keep their keys.
     from labcore.config import SMALL_RANK, paper_ml1m

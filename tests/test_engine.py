@@ -9,7 +9,7 @@ from labcore.config import ConfigError, RunConfig
 from labcore.fed import sampling as S
 from labcore.fed.engine import CHECKPOINT, Simulation, default_cache_dir, run
 from labcore.fed.local_train import LowRank, train_cohort
-from labcore.fed.loop_oracle import train_clients_loop
+from oracles.fed_loop import train_clients_loop
 from labcore.net.message import frame_bytes
 
 FAST = dict(clients_per_round=8, local_epochs=2, batch_size=16, dim=8, rank=2, eval_every=5, rounds=10, rank_every=5)
@@ -27,7 +27,7 @@ PLAN_FIELDS = tuple("sample_client" if f.name == "stored_client" else f.name for
 
 @pytest.mark.parametrize("m,epochs,batch", [(8, 2, 16), (1, 1, 4), (30, 3, 5), (30, 2, 512)])
 def test_compiled_round_plan_equals_the_numpy_plan_bit_for_bit(tiny, m, epochs, batch):
-    from labcore.fed.loop_oracle import plan_round_numpy
+    from oracles.fed_loop import plan_round_numpy
 
     m = min(m, tiny.n_users)
     clients = S.sample_clients(tiny.n_users, m, S.round_rng(3, 1, S.STREAM_CLIENTS))
@@ -42,7 +42,7 @@ def test_compiled_round_plan_equals_the_numpy_plan_bit_for_bit(tiny, m, epochs, 
 def test_a_tie_in_the_shuffle_keys_falls_back_to_the_global_sort():
     """The per-client bucket sort hands back to numpy's global argsort when two keys are equal or one
     rounded up into the next client's range; otherwise it gives the global sort's order."""
-    from labcore.fed.sampling_kernels import shuffle_into_slots
+    from labcore.fed.kernels.sampling import shuffle_into_slots
 
     first, n_batches = np.array([0, 3, 6]), np.array([1, 1])
     offsets, position = np.array([0, 2]), np.array([0, 1])
@@ -61,7 +61,7 @@ def test_a_tie_in_the_shuffle_keys_falls_back_to_the_global_sort():
 def test_the_bucket_sort_equals_numpys_argsort_with_crowded_buckets():
     """Keys crowded into a few buckets (the insertion sort's long moves) and spread ones, clients of 1 to 50
     samples: the schedule holds np.argsort(client + u), client by client."""
-    from labcore.fed.sampling_kernels import shuffle_into_slots
+    from labcore.fed.kernels.sampling import shuffle_into_slots
 
     rng = np.random.default_rng(5)
     sizes = np.array([1, 2, 7, 50, 13])
@@ -78,8 +78,8 @@ def test_the_bucket_sort_equals_numpys_argsort_with_crowded_buckets():
 
 
 def test_the_plan_after_a_fallback_is_the_numpy_plan(tiny, monkeypatch):
-    from labcore.fed import sampling_kernels
-    from labcore.fed.loop_oracle import plan_round_numpy
+    from labcore.fed.kernels import sampling as sampling_kernels
+    from oracles.fed_loop import plan_round_numpy
 
     real = sampling_kernels.shuffle_into_slots
     monkeypatch.setattr(sampling_kernels, "shuffle_into_slots", lambda *a: real(*a) and False)  # always a "tie"
@@ -92,7 +92,7 @@ def test_the_plan_after_a_fallback_is_the_numpy_plan(tiny, monkeypatch):
 def test_the_negative_samplers_hits_are_numpys_also_past_their_first_buffer():
     """`dense_hits_grouped` keeps its hits in buffers that start at a sixteenth of the samples and double: a
     cohort whose draws mostly hit (dense users) fills them several times over."""
-    from labcore.fed.sampling_kernels import dense_hits_grouped
+    from labcore.fed.kernels.sampling import dense_hits_grouped
 
     rng = np.random.default_rng(0)
     dense = rng.random((40, 30)) < 0.9

@@ -10,7 +10,7 @@ from labcore.fed import sampling as S
 from labcore.fed import server_opt
 from labcore.fed.engine import Simulation, run
 from labcore.fed.local_train import LowRank, train_cohort
-from labcore.fed.loop_oracle import train_clients_loop
+from oracles.fed_loop import train_clients_loop
 
 FAST = dict(clients_per_round=8, local_epochs=2, batch_size=16, dim=8, rank=2, eval_every=5, rounds=10, rank_every=0)
 

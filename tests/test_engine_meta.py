@@ -7,7 +7,7 @@ import torch
 from labcore.config import ConfigError, RunConfig, check_personal
 from labcore.fed import sampling as S
 from labcore.fed.engine import Simulation
-from labcore.fed.loop_oracle import perfedavg_loop, pfedme_loop
+from oracles.fed_loop import perfedavg_loop, pfedme_loop
 from labcore.fed.meta_train import perfedavg_personal, train_perfedavg, train_pfedme
 from labcore.metrics import hit_ratio_ndcg
 
@@ -60,7 +60,7 @@ def test_per_fedavg_personal_model_is_one_step_on_the_users_first_batch(tiny):
     Q, P = _tables(tiny)
     plan = _plan(tiny, epochs=1, batch=8)
     p_new, moved = perfedavg_personal(Q, P, plan, 0.3, 1e-3)
-    from labcore.fed.loop_oracle import _batch_loss_grads  # the reference's batch gradients (autograd)
+    from oracles.fed_loop import _batch_loss_grads  # the reference's batch gradients (autograd)
 
     for m in range(6):
         idx = plan.steps[0, m]

@@ -8,7 +8,7 @@ import torch
 from labcore.config import ConfigError, RunConfig, check_personal
 from labcore.fed import sampling as S
 from labcore.fed.engine import Simulation
-from labcore.fed.loop_oracle import train_clients_loop
+from oracles.fed_loop import train_clients_loop
 from labcore.fed.personal import PersonalModels, train_personal
 from labcore.metrics import hit_ratio_ndcg
 from labcore.scale.federation import check_supported

@@ -10,7 +10,7 @@ from labcore.config import ConfigError, RunConfig
 from labcore.fed import sampling as S
 from labcore.fed.aggregate import fedavg_weights
 from labcore.fed.engine import Simulation, client_losses, qffl_weights, run
-from labcore.fed.loop_oracle import train_clients_loop
+from oracles.fed_loop import train_clients_loop
 
 FAST = dict(method="fedmf", aggregation="weighted", clients_per_round=8, local_epochs=2, batch_size=16, dim=8,
             eval_every=5, rounds=10, rank_every=0, lr=0.3)

@@ -10,8 +10,8 @@ from labcore.config import ConfigError, RunConfig
 from labcore.fed import sampling as S
 from labcore.fed.aggregate import _dense_layout, rows_item_mean, rows_sum, rows_weighted_sum, weighted_sum
 from labcore.fed.engine import MEMORY_ENV, Simulation, estimate_memory, run
-from labcore.fed.local_train import RowUpdate, _filled_slots, client_first, train_cohort, train_cohort_batched
-from labcore.fed.loop_oracle import train_cohort_dense
+from labcore.fed.batched import train_cohort_batched, train_cohort_dense
+from labcore.fed.local_train import RowUpdate, _filled_slots, client_first, train_cohort
 from labcore.fed.mods import item_mask_wire
 from labcore.methods.base import RowBlock, Wire
 from labcore.net.ledger import Ledger, wire_part
@@ -428,7 +428,7 @@ def test_rotating_schedule_trains_every_user_once_per_pass_and_is_stateless(tiny
 def test_a_step_taken_in_blocks_of_clients_gives_the_same_numbers(tiny, lowrank, monkeypatch):
     """Full participation takes each step's clients in blocks: the same numbers to float rounding (torch's
     batched products may block another batch count differently), the same bits for one block."""
-    from labcore.fed import local_train
+    from labcore.fed import batched
     from labcore.fed.local_train import LowRank
 
     clients = S.sample_clients(tiny.n_users, 12, S.round_rng(0, 0, S.STREAM_CLIENTS))
@@ -437,12 +437,12 @@ def test_a_step_taken_in_blocks_of_clients_gives_the_same_numbers(tiny, lowrank,
     Q, P = torch.randn(tiny.n_items, 6, generator=g) * 0.3, torch.randn(12, 6, generator=g) * 0.3
     lr_ = LowRank(torch.randn(6, 3, generator=g) / 3**0.5, torch.ones(12, 3), torch.ones(12)) if lowrank else None
     whole = train_cohort_batched(Q, P, plan, 0.1, 1e-2, lr_)
-    monkeypatch.setattr(local_train, "_STEP_FLOATS", 16 * 6 * 5)  # blocks of 5 clients
+    monkeypatch.setattr(batched, "_STEP_FLOATS", 16 * 6 * 5)  # blocks of 5 clients
     blocks = train_cohort_batched(Q, P, plan, 0.1, 1e-2, lr_)
     assert torch.equal(whole.rows.values != 0, blocks.rows.values != 0)
     assert torch.allclose(whole.rows.values, blocks.rows.values, rtol=1e-6, atol=1e-7)
     assert torch.allclose(whole.p, blocks.p, rtol=1e-6, atol=1e-7)
     assert blocks.loss_sum == pytest.approx(whole.loss_sum, rel=1e-6)
-    monkeypatch.setattr(local_train, "_STEP_FLOATS", 16 * 6 * 12)  # one block: the same bits
+    monkeypatch.setattr(batched, "_STEP_FLOATS", 16 * 6 * 12)  # one block: the same bits
     one = train_cohort_batched(Q, P, plan, 0.1, 1e-2, lr_)
     assert torch.equal(whole.rows.values, one.rows.values) and torch.equal(whole.p, one.p)

@@ -9,7 +9,7 @@ from labcore.fed import sampling as S
 from labcore.fed import stragglers
 from labcore.fed.engine import Simulation, run
 from labcore.fed.local_train import train_cohort
-from labcore.fed.loop_oracle import train_clients_loop
+from oracles.fed_loop import train_clients_loop
 
 FAST = dict(method="fedmf", clients_per_round=10, local_epochs=2, batch_size=16, dim=8, eval_every=5, rounds=6,
             rank_every=0)

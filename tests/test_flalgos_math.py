@@ -11,7 +11,7 @@ import torch
 
 from labcore.flalgos import defenses, tasks
 from labcore.flalgos.config import FLConfig
-from labcore.flalgos.loop_oracle import local_train_loop
+from oracles.flalgos_loop import local_train_loop
 from labcore.flalgos.simulation import Simulation, round_generator
 from labcore.flalgos.strategies import RoundContext, Scaffold
 from labcore.net.message import frame_bytes

@@ -5,10 +5,10 @@ import pytest
 import torch
 
 from labcore.config import SMALL_RANK, RunConfig
-from labcore.fed import fused_lowrank
 from labcore.fed import sampling as S
 from labcore.fed.engine import Simulation
-from labcore.fed.fused_lowrank import exp_batch
+from labcore.fed.kernels import dispatch, fused_lowrank
+from labcore.fed.kernels.fused_lowrank import exp_batch
 from labcore.fed.local_train import LowRank, train_cohort
 
 
@@ -47,7 +47,7 @@ def test_the_small_rank_kernel_trains_as_the_general_kernel_does(tiny, rank, d, 
     monkeypatch.setattr(fused_lowrank, "lowrank_rows_small", lambda *a: calls.append(1) or small(*a))
     a = train_cohort(Q, P, plan, 0.1, 1e-2, lowrank)
     assert calls == [1]
-    monkeypatch.setattr(fused_lowrank, "SMALL_RANK", 0)  # the general kernel
+    monkeypatch.setattr(dispatch, "SMALL_RANK", 0)  # the general kernel
     b = train_cohort(Q, P, plan, 0.1, 1e-2, lowrank)
     assert calls == [1]
     assert np.array_equal(a.rows.indptr, b.rows.indptr) and torch.equal(a.rows.item, b.rows.item)

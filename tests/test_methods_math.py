@@ -13,7 +13,7 @@ from labcore.methods.compress import (svd_reconstruct, svd_truncate, svd_truncat
                                      topk_compress_rows, topk_count, topk_decompress)
 from labcore.methods import quantize as quantize_module
 from labcore.methods.quantize import dequantize, pack_codes, quantize, quantize_blocks, unpack_codes
-from labcore.methods.quantize_reference import dequantize_torch, pack_codes_planes, quantize_torch
+from oracles.quantize_reference import dequantize_torch, pack_codes_planes, quantize_torch
 from labcore.methods.topk_kernels import _kth_largest_key, topk_onto_rows
 from labcore.metrics.effective_rank import components_for, effective_rank_stats, explained_variance_ratios
 from labcore.metrics.ranking import hit_ratio_ndcg

@@ -11,7 +11,7 @@ import torch
 
 from labcore.methods.quantize import (dequantize_levels, eq5_bits, pack_uint, qsgd_omega, quantize_levels,
                                       unpack_uint)
-from labcore.methods.quantize_reference import pack_planes
+from oracles.quantize_reference import pack_planes
 from labcore.net import channel
 from labcore.net.channel import ChannelError, LinkModel, RateRegion
 from labcore.net.message import frame_bytes

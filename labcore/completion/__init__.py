@@ -6,7 +6,7 @@ What is where in this folder:
                      dataset) under one CPU-time budget; validated, `key()` is the cache key
     problem.py       the problem generator (M* = U diag(s) V^T, uniform sampling, noise, PSD, rectangular) and
                      the information-limit check (seen entries against r(m + n - r))
-    ratings.py       MovieLens ratings as a completion problem (share seen, the rest held out)
+    ratings.py       MovieLens ratings read for a completion problem (problem.py: share seen, the rest held out)
     errors.py        the relative error from the factors (QR of the factors), dense and trace references
     ops.py           sparse operations on the seen entries and a warm-started randomized SVD
     algorithms/      one file per algorithm behind one interface (init, step, factors): ASD, ScaledASD,

@@ -143,6 +143,19 @@ def _triangle(lin: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
 def make_problem(cfg: CompletionConfig) -> Problem:
     if cfg.dataset == "synthetic":
         return synthetic_problem(cfg)
-    from .ratings import ratings_problem
-
     return ratings_problem(cfg)
+
+
+def ratings_problem(cfg: CompletionConfig) -> Problem:
+    """At most m users x n items (the first by id), `share` of their ratings seen, the rest held out."""
+    from .ratings import read_ratings  # the MovieLens readers, only for a real data set
+
+    users, items, vals = read_ratings(cfg.dataset)
+    keep = (users < cfg.m) & (items < cfg.n)
+    users, items, vals = users[keep], items[keep], vals[keep]
+    m, n = int(users.max()) + 1, int(items.max()) + 1
+    rng = np.random.default_rng([cfg.problem_seed, 29])
+    seen = rng.random(len(vals)) < cfg.share
+    order = np.lexsort((items[seen], users[seen]))
+    return Problem(m, n, cfg.rank, users[seen][order], items[seen][order], vals[seen][order],
+                   test_rows=users[~seen], test_cols=items[~seen], test_vals=vals[~seen], name=cfg.dataset)

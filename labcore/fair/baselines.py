@@ -20,11 +20,13 @@ Methods (all run by `labcore.fair.engine`):
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from .config import FairConfig
+if TYPE_CHECKING:  # annotations only: the config checks its ratios with this module's FedHM limit
+    from .config import FairConfig
 
 
 def device_ratios(cfg: FairConfig, n_users: int) -> np.ndarray:

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from numba import njit
 
-from .local_train import RowUpdate, SummedRows
+from .updates import RowUpdate, SummedRows
 
 
 def fedavg_weights(n_samples: torch.Tensor) -> torch.Tensor:
@@ -63,7 +63,7 @@ def _factor_major(updates: torch.Tensor) -> bool:
 def aggregate(updates, how: str, weights: torch.Tensor, touched: torch.Tensor | None,
               layout: str = "item") -> torch.Tensor:
     """updates: a dense (M, N, k) tensor or a RowUpdate (then `touched` is not needed and `layout` says how
-    the former dense decode laid it out: "item" = contiguous (M, N, k), "factor" = (M, k, N) transposed)."""
+    a dense decode lays it out: "item" = contiguous (M, N, k), "factor" = (M, k, N) transposed)."""
     if how not in ("weighted", "item_mean"):
         raise ValueError(f"aggregation={how!r}: allowed values are item_mean, weighted")
     if isinstance(updates, SummedRows):  # summed as the clients' rows arrived (the same bits as the two below)

@@ -37,7 +37,7 @@ from ..results import ROUND_COLUMNS, Result
 from . import sampling as S
 from . import dropout, robust, server_opt, stragglers
 from .aggregate import aggregate, fedavg_weights
-from .local_train import LocalResult, RowUpdate, train_cohort
+from .local_train import LocalResult, RowUpdate, train_cohort, train_cohort_readable
 from .mods import item_mask_wire, quantize_wires, wire_values
 from .meta_train import perfedavg_quality, train_perfedavg, train_pfedme
 from .personal import PersonalModels
@@ -236,9 +236,7 @@ class DivergedError(FloatingPointError):
 
 
 def _prox_trainers():
-    from .loop_oracle import train_clients_loop
-
-    return (train_cohort, train_clients_loop)
+    return (train_cohort, train_cohort_readable)
 
 
 class Simulation:
@@ -246,9 +244,9 @@ class Simulation:
 
     def __init__(self, cfg: RunConfig, data: InteractionData, trainer=None, layout: str = "rows"):
         """trainer: the local-training function (default: the batched one of the layout);
-        `loop_oracle.train_clients_loop` is the per-client baseline.
-        layout: "rows" (default) keeps each client's update by the rows it touched; "dense" is the former
-        clients x items layout (dense update tables, every message serialized), the same numbers, kept for
+        `train_cohort_readable` is the per-client readable path.
+        layout: "rows" (default) keeps each client's update by the rows it touched; "dense" keeps clients x items
+        tables (dense update tables, every message serialized), the same numbers, for
         benchmarks/engine_full_participation.py and the equality tests."""
         if layout not in LAYOUTS:
             raise ValueError(f"layout={layout!r}: allowed values are {', '.join(LAYOUTS)}")
@@ -257,7 +255,7 @@ class Simulation:
         use_threads()
         if trainer is None:
             if layout == "dense":
-                from .loop_oracle import train_cohort_dense as trainer
+                from .batched import train_cohort_dense as trainer
             else:
                 trainer = train_cohort
         if cfg.scaffold and trainer is not train_cohort:
@@ -540,8 +538,8 @@ class Simulation:
 
     def client_loss_stats(self) -> dict[str, float]:
         """The spread of the model's quality over the clients: each user's mean BCE over its training positives and
-        its evaluation negatives (`fused_kernel.user_losses`); mean, standard deviation, mean of the worst 10 %."""
-        from .fused_kernel import user_losses
+        its evaluation negatives (`kernels.fused.user_losses`); mean, standard deviation, mean of the worst 10 %."""
+        from .kernels.fused import user_losses
 
         d = self.data
         loss = user_losses(np.ascontiguousarray(self.Q.to(torch.float32).numpy()),
@@ -631,7 +629,7 @@ def rank_stats_rows(rows: RowUpdate, right: torch.Tensor | None = None) -> dict[
 def client_losses(Q: torch.Tensor, p: torch.Tensor, plan) -> np.ndarray:
     """Each client's mean BCE over its round's samples at the global item table and its own user vector, before
     local training (q-FFL's F_k(w^t)), float64."""
-    from .fused_kernel import client_bce
+    from .kernels.fused import client_bce
 
     Qn, Pn = (np.ascontiguousarray(t.to(torch.float32).numpy()) for t in (Q, p))
     total = client_bce(Qn, Pn, plan.sample_client, plan.sample_item, plan.sample_label)

@@ -17,7 +17,7 @@ client sends w - Q. A user's personal model is one step of its own training data
 (Q, p_u) - alpha grad f: made for every user at each evaluation, on the first batch of a fresh one-epoch schedule of
 its training data (some public versions fine-tune on the test batch; this one does not).
 
-The losses, gradients and scalings are the engine's (`loop_oracle.train_clients_loop`): mean BCE, lr times the batch
+The losses, gradients and scalings are the engine's (`methods.base.train_client`): mean BCE, lr times the batch
 size, an item row's gradient averaged over its samples in the batch, L2 weight decay on the rows and user vector
 used. Vectorized across the cohort over the round's touched rows: one step is a few tensor operations on the
 (M, B) batch and the (R, d) rows, no Python loop over clients. The pulls act on the rows the client has touched in
@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .local_train import LocalResult, RowUpdate, touched_rows
+from .local_train import touched_rows
+from .updates import LocalResult, RowUpdate
 from .sampling import RoundPlan
 
 

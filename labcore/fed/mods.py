@@ -15,7 +15,7 @@ from ..methods.base import FLOAT_KINDS, RowBlock, Wire
 from ..methods.quantize import (KEEP_QUANTIZED_BYTES, QUANTIZED_ROW_BUFFERS, dequantize, pack_codes,
                                 packed_bytes, quantize_blocks, quantize_rows)
 from ..net.channel import exceeds, transmit_levels, transmit_packed
-from .local_train import RowUpdate
+from .updates import RowUpdate
 from .workspace import Workspace
 
 

@@ -7,7 +7,7 @@ personal model on its data with Ditto's pull toward the round's global table:
 
     V_u <- V_u - lr (grad of the client's loss at V_u + lambda (V_u - Q))
 
-the loss and its scaling those of the engine's local training (`loop_oracle.train_clients_loop`: mean BCE, lr
+the loss and its scaling those of the engine's local training (`methods.base.train_client`: mean BCE, lr
 times the batch size, item gradients averaged over an item's samples in the batch, L2 weight decay), the pull over
 the whole table as FedProx's. Nothing personal leaves the device: the ledger is unchanged. With lambda = 0 the
 personal model is local training alone; as lambda grows it approaches the global model. Personalized quality
@@ -35,11 +35,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-PERSONAL_LIMIT = 2 << 30  # bytes of personal tables a run may hold
-
-
-def table_bytes(n_users: int, n_items: int, dim: int) -> int:
-    return n_users * n_items * dim * 4
+from .memory import PERSONAL_LIMIT, table_bytes  # noqa: F401  (the limit the config checks)
 
 
 class PersonalModels:

@@ -40,7 +40,7 @@ import torch
 from numba import njit
 
 from ..config import DEFENSES, ConfigError
-from .local_train import RowUpdate
+from .updates import RowUpdate
 from .sampling import SETUP, round_rng
 
 STREAM_ATTACK = 7  # the attackers' draw (round SETUP) and the clip defense's noise (each round)

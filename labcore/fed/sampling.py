@@ -66,7 +66,7 @@ class NegativeSampler:
 
     def is_positive(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         if self._dense is not None:
-            from .sampling_kernels import dense_lookup
+            from .kernels.sampling import dense_lookup
 
             return dense_lookup(self._dense, users, items, np.empty(users.shape[0], dtype=bool))
         # a block at a time: the whole-array temporaries were 120 MB at Pinterest's full participation, the
@@ -94,7 +94,7 @@ class NegativeSampler:
         one compiled loop that places the redraws, checks them and keeps the ones to draw again."""
         if self._dense is None:
             return self.sample(np.repeat(users, np.diff(starts)), rng)
-        from .sampling_kernels import dense_hits_grouped, redraw_dense
+        from .kernels.sampling import dense_hits_grouped, redraw_dense
 
         # int32 draws: numpy's bounded integers below 2^32 come from the same stream whatever the dtype (the same
         # values as int64's), at half the memory
@@ -185,7 +185,7 @@ def plan_round(data: InteractionData, sampler: NegativeSampler, clients: np.ndar
                ) -> RoundPlan:
     """The round's plan. workspace: its per-sample arrays and schedule are made in that workspace's buffers,
     valid until the next plan made in it, and its shuffle keys in the buffer of the update table ("W")."""
-    from . import sampling_kernels as K
+    from .kernels import sampling as K
     from .threads import compiled_threads
 
     with compiled_threads():

@@ -9,7 +9,7 @@ item table, not only the rows its batch touched:
     c <- c + (1 / n_users) sum_i (c_i+ - c_i)          all users, not the cohort (the paper's N)
 
 The drift c - c_i is constant within a round, so the compiled trainer keeps the gradient steps G_i apart from it
-(`fused_kernel.full_rows_scaffold`): y_i - x = G_i - K_i lr (c - c_i), and option II reduces exactly to
+(`kernels.fused.full_rows_scaffold`): y_i - x = G_i - K_i lr (c - c_i), and option II reduces exactly to
 c_i+ = -G_i / (K_i lr), which is zero off the rows client i touched this round. So every variate is stored by
 rows, and the round's sums (the aggregate, the server's variate) are scatters of rows plus one dense term: no
 clients x items table is ever built, while the ledger still charges each client's dense messages (y_i - x and
@@ -25,7 +25,7 @@ import torch
 from numba import njit
 
 from ..methods.base import Wire
-from .local_train import RowUpdate
+from .updates import RowUpdate
 
 _NO_ITEMS = np.zeros(0, dtype=np.int64)
 
@@ -83,7 +83,7 @@ class ControlVariates:
                 np.concatenate(vals) if vals else np.zeros((0, self.dim), np.float32))
 
     def trainer_inputs(self, cohort: tuple, order: np.ndarray) -> tuple:
-        """The compiled trainer's inputs (`fused_kernel.full_rows_scaffold`): c, and the cohort's c_i by rows
+        """The compiled trainer's inputs (`kernels.fused.full_rows_scaffold`): c, and the cohort's c_i by rows
         (`cohort_rows`) with each client's first and end row in schedule order (`order`)."""
         ptr, item, val = cohort
         return (np.ascontiguousarray(self.c.numpy()), ptr[order], ptr[order + 1], item,

@@ -10,7 +10,7 @@ from numba import config, set_num_threads, set_parallel_chunksize
 
 # The sampling kernels' prange loops over clients run in chunks of 16 clients (measured at two threads: laying
 # out a full ML-1M round's samples took 10 ms this way, 100 ms with numba's default split). The training
-# kernels do not rely on it: they deal clients to threads themselves (`fused_kernel`, _lanes).
+# kernels do not rely on it: they deal clients to threads themselves (`kernels.fused`, _lanes).
 CHUNK = 16
 
 

@@ -52,7 +52,7 @@ RUN_TIMES_COLUMNS = ("key", "dataset", "label", "rounds", "seconds", "cpu_second
                      "load_avg", "date")
 
 
-def _is_cached(cfg: RunConfig) -> bool:
+def is_cached(cfg: RunConfig) -> bool:
     from ..fed.engine import default_cache_dir
 
     return (default_cache_dir() / cfg.key() / "result.json").exists()
@@ -88,7 +88,9 @@ def _train_one(cfg: RunConfig, progress: bool = False):
                  "resumed_at": start, "load_avg": load, "date": date}
 
 
-def _worker(cfg: RunConfig):
+def train_config(cfg: RunConfig):
+    """Train (or read) one config in a worker (a process of `train_parallel`, a Ray task): its key, final metrics and
+    timing row."""
     res, timing = _train_one(cfg)
     return cfg.key(), res.final, timing
 
@@ -99,31 +101,46 @@ def cost_estimate(cfg: RunConfig) -> float:
     return cfg.rounds * cfg.clients_per_round * (8 + width) * (1 + (cfg.method in ("svd", "topk")))
 
 
-def train_parallel(cfgs: list[RunConfig], jobs: int, progress: bool = True) -> int:
-    """Train the uncached configs in `jobs` processes (one engine thread each), longest first.
+def train_many(cfgs: list[RunConfig], submit, progress: bool = True, where: str = "") -> int:
+    """Train the uncached configs, longest first, on whatever `submit` runs them on; the cards then read every run
+    from the cache. Returns how many runs were trained.
 
-    The cards then read every run from the cache. Returns how many runs were trained.
-    """
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    import multiprocessing as mp
-
-    todo = {c.key(): c for c in cfgs if not _is_cached(c)}
+    submit(train_config, configs) runs `train_config` on each config and yields (config, its return value) as each
+    finishes, with the run's result in this machine's cache by then (`train_parallel`'s processes, the Ray tasks
+    of `labcore.scale.ray_runs.submit`)."""
+    todo = {c.key(): c for c in cfgs if not is_cached(c)}
     order = sorted(todo.values(), key=cost_estimate, reverse=True)
     if not order:
         return 0
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
-        futures = {pool.submit(_worker, c): c for c in order}
-        for i, fut in enumerate(as_completed(futures), 1):
-            key, final, timing = fut.result()
-            if timing:
-                RUN_SECONDS[key] = timing
-            if progress:
-                cfg = futures[fut]
-                print(f"  [{i}/{len(order)}] {cfg.dataset} {label(cfg):<16} HR@10 {final['hr']:.4f}  "
-                      f"{(timing or {}).get('seconds', 0):.0f} s  (elapsed {time.perf_counter() - t0:.0f} s)",
-                      file=sys.stderr, flush=True)
+    for i, (cfg, (key, final, timing)) in enumerate(submit(train_config, order), 1):
+        if timing:
+            RUN_SECONDS[key] = timing
+        if progress:
+            print(f"  [{i}/{len(order)}] {cfg.dataset} {label(cfg):<16} HR@10 {final['hr']:.4f}  "
+                  f"{(timing or {}).get('seconds', 0):.0f} s  (elapsed {time.perf_counter() - t0:.0f} s{where})",
+                  file=sys.stderr, flush=True)
     return len(order)
+
+
+def _in_processes(jobs: int):
+    """A `train_many` submit over `jobs` spawned processes (one engine thread each)."""
+    def submit(fn, cfgs):
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+        import multiprocessing as mp
+
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
+            futures = {pool.submit(fn, c): c for c in cfgs}
+            for fut in as_completed(futures):
+                yield futures[fut], fut.result()
+
+    return submit
+
+
+def train_parallel(cfgs: list[RunConfig], jobs: int, progress: bool = True) -> int:
+    """Train the uncached configs in `jobs` processes (one engine thread each), longest first (`train_many`).
+    Returns how many runs were trained."""
+    return train_many(cfgs, _in_processes(jobs), progress)
 
 
 def train_ray(cfgs: list[RunConfig], address: str | None = None, num_cpus: int | None = None,
@@ -133,20 +150,16 @@ def train_ray(cfgs: list[RunConfig], address: str | None = None, num_cpus: int |
     A local cluster with `num_cpus` CPUs by default, or the one at `address`; each run is a Ray task (one
     engine thread), longest first, and its result lands in this machine's run cache. Returns how many ran.
     """
-    from ..scale.ray_runs import train_ray as _train_ray
+    from ..scale.ray_runs import submit
 
-    def record(cfg, final, timing):
-        if timing:
-            RUN_SECONDS[cfg.key()] = timing
-
-    return _train_ray(cfgs, address=address, num_cpus=num_cpus, progress=progress, on_done=record)
+    return train_many(cfgs, submit(address, num_cpus), progress, where=", ray")
 
 
 def run_all(cfgs: list[RunConfig], progress: bool = False) -> list:
     """Run every config (a stored result for the same config returns at once)."""
     out = []
     for i, cfg in enumerate(cfgs):
-        cached = _is_cached(cfg)
+        cached = is_cached(cfg)
         t0 = time.perf_counter()
         res, timing = _train_one(cfg, progress)
         if timing:

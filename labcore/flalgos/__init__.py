@@ -8,7 +8,6 @@
     strategies.py   FedAvg and one subclass per algorithm, each overriding only the step it changes
     defenses.py     median, trimmed mean, Krum, norm clipping (+ noise)
     simulation.py   one run: cohort, stragglers, dropouts, secure aggregation, payload ledger; cached `run(cfg)`
-    loop_oracle.py  the same local training client by client (benchmark baseline, test oracle)
     experiments.py  the cards' experiments (smoke and full sizes); the `engine_*` ones run every algorithm,
                     attack, defense and personalization on the lab's engine (`labcore.fed`, RunConfig fields)
     cards.py        figure cards;  plots.py  plotly figures;  page.py  the app page

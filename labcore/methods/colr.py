@@ -15,9 +15,38 @@ import math
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
-from ..fed.local_train import LocalResult, LowRank, RowUpdate
+from ..fed.updates import LocalResult, LowRank, RowUpdate
 from .base import FedMF, RoundSetup, RowBlock, Wire
+
+
+def train_client(Q: torch.Tensor, p: torch.Tensor, batches, lr: float, weight_decay: float, B: torch.Tensor,
+                 col_scale: torch.Tensor, prox_mu: float = 0.0) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """One CoLR / SCoLR client's local training (Algorithm 1, the client's part): its user vector after training, its
+    A (N x r) and its summed loss. The engine runs the same steps compiled (`fed.kernels.fused` and, at a small rank,
+    `fed.kernels.fused_lowrank`), tested equal to this.
+
+    The client's item table is Q + A B^T: Q (N x d) the round's global table and B (d x r) the server's random
+    matrix, both frozen; only A (from 0) and the user vector are trained, so the upload is A, r numbers an item.
+    Loss and step are FedMF's (`base.train_client`) with e = Q_i + B a_i, whose gradient for a_i is, by the chain
+    rule, B^T times the gradient for e. col_scale (r,): A's learning rate per column, sqrt(r / d) (the paper's
+    Appendix A; 1 without it) times SCoLR's column mask S_u (0 on the columns the client does not train).
+    prox_mu: FedProx's mu/2 ||A B^T||^2, whose gradient is mu A B^T B. batches: (items, labels) of each step."""
+    p, A, loss_sum = p.clone(), Q.new_zeros(Q.shape[0], B.shape[1]), 0.0
+    for items, labels in batches:
+        e = Q[items] + A[items] @ B.T  # (b, d): the batch's item embeddings
+        x = e @ p
+        loss_sum += float(F.binary_cross_entropy_with_logits(x, labels, reduction="sum"))
+        g = torch.sigmoid(x) - labels
+        grad_p = (g[:, None] * e).mean(0) + 2 * weight_decay * p
+        grad_a = (g[:, None] * p + 2 * weight_decay * e) @ B  # each sample's gradient for its item's row of A
+        occurrences = torch.bincount(items, minlength=Q.shape[0])[items]
+        grad_A = torch.zeros_like(A).index_add_(0, items, grad_a / occurrences[:, None])
+        grad_A += prox_mu * (A @ B.T) @ B  # 0 without FedProx
+        A = A - lr * col_scale * grad_A
+        p = p - lr * grad_p
+    return p, A, loss_sum
 
 
 def draw_B(kind: str, d: int, r: int, gen: torch.Generator) -> torch.Tensor:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from ..fed.local_train import RowUpdate
+from ..fed.updates import RowUpdate
 from .base import FedMF, RowBlock, Wire
 from .compress import svd_truncate, svd_truncate_rows
 

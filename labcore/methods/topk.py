@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..fed.local_train import RowUpdate
+from ..fed.updates import RowUpdate
 from .base import FedMF, Wire
 from .compress import topk_compress, topk_compress_rows, topk_count, topk_decompress
 from .topk_kernels import topk_onto_rows

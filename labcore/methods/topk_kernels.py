@@ -100,7 +100,7 @@ def _topk_rows(lanes, values_in, item, indptr, n_items, k, values, indices):
         cand = np.empty(0, dtype=np.uint32)
         hist = np.empty(2048, dtype=np.int64)
         free = np.empty(n_items, dtype=np.bool_)
-        for m in range(lane, M, lanes):  # clients dealt round-robin, as in fused_kernel's _lanes
+        for m in range(lane, M, lanes):  # clients dealt round-robin, as in fed.kernels.fused's _lanes
             a, b = indptr[m], indptr[m + 1]
             flat = values_in[a:b].reshape(-1)
             if key.shape[0] < flat.shape[0]:

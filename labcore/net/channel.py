@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from ..methods.quantize import BLOCK_VALUES, MAX_LEVELS_LOG2, draws_for, qsgd_omega, requantize
+from .budget import exceeds
 from .channel_kernels import transmit_codes
 
 MAX_BUDGET_BITS = MAX_LEVELS_LOG2
@@ -47,11 +48,6 @@ def noise_std(budget_bits: int) -> float:
     """Standard deviation 1/(2K) of the channel noise w of Eq. (6); 0 for an unlimited link."""
     _check_bits("budget_bits", budget_bits)
     return 0.0 if budget_bits == 0 else 1.0 / (2.0 * 2.0**budget_bits)
-
-
-def exceeds(k: int, budget_bits: int) -> bool:
-    """True when k levels exceed the link's budget K (the noisy branch of Eq. 6)."""
-    return budget_bits != 0 and k > 2**budget_bits
 
 
 def transmit_levels(levels: torch.Tensor, k: int, budget_bits: int, gen: torch.Generator) -> torch.Tensor:

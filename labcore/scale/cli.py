@@ -1,6 +1,7 @@
 """`labcore flower {sim,deploy,app} ...` and `labcore sweep ...` (Flower and Ray are imported only when used)."""
 from __future__ import annotations
 
+import functools
 import itertools
 import sys
 from pathlib import Path
@@ -8,7 +9,9 @@ from pathlib import Path
 BACKENDS = ("processes", "ray")
 
 
-def add_commands(sub, add_config_options) -> None:
+def add_commands(sub, add_config_options, config_from_args) -> None:
+    """The scale-out commands, with the run options of `labcore run` (`add_config_options` adds them to a parser,
+    `config_from_args` reads a RunConfig back): the CLI hands them in, so this module does not import it."""
     p = sub.add_parser("flower", help="run a method as a Flower federation: in Flower's simulation engine (sim), "
                                       "as SuperLink + SuperNode processes on this machine (deploy), or print the "
                                       "app and commands for several machines (app); needs labcore[scale]")
@@ -20,7 +23,7 @@ def add_commands(sub, add_config_options) -> None:
                    help="engine: same numbers as `labcore run`; local: each node draws for its own users")
     p.add_argument("--num-cpus", type=int, default=2, help="sim: CPUs of the local Ray cluster (one per ClientApp)")
     p.add_argument("--out", help="write table.csv, ledger.csv and bytes_check.csv here")
-    p.set_defaults(fn=cmd_flower)
+    p.set_defaults(fn=functools.partial(cmd_flower, config_from_args=config_from_args))
 
     p = sub.add_parser("sweep", help="train a grid of configs in parallel (processes or a Ray cluster) and "
                                      "print one row per config")
@@ -31,7 +34,7 @@ def add_commands(sub, add_config_options) -> None:
     p.add_argument("--jobs", type=int, default=2, help="processes, or CPUs of a local Ray cluster")
     p.add_argument("--address", help="with --backend ray: an existing cluster (e.g. ray://host:10001 or auto)")
     p.add_argument("--out", help="also write the table to this CSV")
-    p.set_defaults(fn=cmd_sweep)
+    p.set_defaults(fn=functools.partial(cmd_sweep, config_from_args=config_from_args))
 
 
 def grid_configs(base: dict, grid: list[str]) -> list:
@@ -46,10 +49,9 @@ def grid_configs(base: dict, grid: list[str]) -> list:
     return [from_dict({**base, **dict(combo)}) for combo in itertools.product(*axes)] if axes else [from_dict(base)]
 
 
-def cmd_sweep(ns) -> int:
+def cmd_sweep(ns, config_from_args) -> int:
     import pandas as pd
 
-    from ..cli import config_from_args
     from ..config import RunConfig
     from ..fed.engine import run
     from ..figures.runs import train_parallel, train_ray
@@ -76,9 +78,7 @@ def cmd_sweep(ns) -> int:
     return 0
 
 
-def cmd_flower(ns) -> int:
-    from ..cli import config_from_args
-
+def cmd_flower(ns, config_from_args) -> int:
     cfg = config_from_args(ns)
     if ns.mode == "app":
         from .deploy import APP_DIR

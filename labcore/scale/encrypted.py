@@ -91,7 +91,7 @@ def encrypt_users(cfg: RunConfig, keys: str, method, local, up: list[Wire], setu
                   ) -> tuple[list[dict[str, bytes]], int, dict[str, int]]:
     """Per sampled user of this node: {segment name: packed ciphertext bytes}; the aggregate's width k and
     each segment's number of values (what a node needs to decrypt the broadcast)."""
-    from ..fed.local_train import RowUpdate
+    from ..fed.updates import RowUpdate
     from ..privacy.ckks import encrypt_update
 
     ctx = node_context(cfg, keys)

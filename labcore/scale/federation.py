@@ -26,7 +26,8 @@ import torch
 from ..config import RunConfig, from_dict
 from ..fed import sampling as S
 from ..fed.aggregate import aggregate, fedavg_weights
-from ..fed.local_train import LowRank, RowUpdate, train_cohort
+from ..fed.local_train import train_cohort
+from ..fed.updates import LowRank, RowUpdate
 from ..fed.mods import item_mask_wire, quantize_wires
 from ..methods import make_method
 from ..methods.base import FLOAT_KINDS, RoundSetup, Wire

@@ -47,58 +47,42 @@ def connect(address: str | None = None, num_cpus: int | None = None, attempts: i
             time.sleep(2.0 * attempt)
 
 
-def _train_task(cfg_text: str) -> tuple[str, dict, dict | None, dict[str, bytes]]:
-    from ..figures.runs import _worker  # the same training path as the --jobs processes
+def _train_task(fn, cfg_text: str) -> tuple[tuple, dict[str, bytes]]:
     from ..fed.engine import default_cache_dir
     from .federation import config_from_text
 
-    cfg = config_from_text(cfg_text)
-    key, final, timing = _worker(cfg)
-    folder = default_cache_dir() / key
-    return key, final, timing, {f: (folder / f).read_bytes() for f in RESULT_FILES if (folder / f).exists()}
+    out = fn(config_from_text(cfg_text))
+    folder = default_cache_dir() / out[0]
+    return out, {f: (folder / f).read_bytes() for f in RESULT_FILES if (folder / f).exists()}
 
 
-def train_ray(cfgs: list, address: str | None = None, num_cpus: int | None = None, progress: bool = True,
-              on_done=None) -> int:
-    """Train the uncached configs as Ray tasks (one CPU each), longest first; results land in the run cache.
+def submit(address: str | None = None, num_cpus: int | None = None):
+    """A `figures.runs.train_many` submit over Ray: each config a task (one CPU), on a local cluster of `num_cpus`
+    CPUs or the one at `address`; each result's files are written into this machine's run cache as it arrives."""
+    def run(fn, cfgs):
+        import ray
 
-    Returns how many runs were trained. on_done(cfg, final, timing) is called as each finishes.
-    """
-    import ray
+        from ..fed.engine import default_cache_dir
+        from .federation import config_to_text
 
-    from ..fed.engine import default_cache_dir
-    from ..figures.runs import _is_cached, cost_estimate, label
-    from .federation import config_to_text
+        connect(address, num_cpus)
+        task = ray.remote(num_cpus=1, max_retries=1)(_train_task)
+        pending = {task.remote(fn, config_to_text(c)): c for c in cfgs}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                cfg = pending.pop(ref)
+                out, files = ray.get(ref)
+                folder = Path(default_cache_dir()) / out[0]
+                folder.mkdir(parents=True, exist_ok=True)
+                for name in RESULT_FILES:
+                    if name in files and not (folder / name).exists():
+                        tmp = folder / f"{name}.{os.getpid()}.tmp"
+                        tmp.write_bytes(files[name])
+                        os.replace(tmp, folder / name)
+                yield cfg, out
 
-    todo = {c.key(): c for c in cfgs if not _is_cached(c)}
-    order = sorted(todo.values(), key=cost_estimate, reverse=True)
-    if not order:
-        return 0
-    connect(address, num_cpus)
-    task = ray.remote(num_cpus=1, max_retries=1)(_train_task)
-    t0 = time.perf_counter()
-    pending = {task.remote(config_to_text(c)): c for c in order}
-    done_n = 0
-    while pending:
-        ready, _ = ray.wait(list(pending), num_returns=1)
-        for ref in ready:
-            cfg = pending.pop(ref)
-            key, final, timing, files = ray.get(ref)
-            folder = Path(default_cache_dir()) / key
-            folder.mkdir(parents=True, exist_ok=True)
-            for name in RESULT_FILES:
-                if name in files and not (folder / name).exists():
-                    tmp = folder / f"{name}.{os.getpid()}.tmp"
-                    tmp.write_bytes(files[name])
-                    os.replace(tmp, folder / name)
-            done_n += 1
-            if on_done is not None:
-                on_done(cfg, final, timing)
-            if progress:
-                print(f"  [{done_n}/{len(order)}] {cfg.dataset} {label(cfg):<16} HR@10 {final['hr']:.4f}  "
-                      f"{(timing or {}).get('seconds', 0):.0f} s  (elapsed {time.perf_counter() - t0:.0f} s, ray)",
-                      file=sys.stderr, flush=True)
-    return len(order)
+    return run
 
 
 def shutdown() -> None:

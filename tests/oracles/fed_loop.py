@@ -1,17 +1,11 @@
-"""The same local training, one client at a time, with autograd.
+"""The engine's local training, one client at a time, with autograd: the test oracle.
 
-Written the plain way (torch embeddings with `scale_grad_by_freq=True`, batch
-mean loss, lr times batch size, SGD), independent of the closed-form batched
-code in `local_train.py`. Tests check the two agree; the speed benchmark uses
-this loop as the baseline.
+Written the plain way (torch embeddings with `scale_grad_by_freq=True`, batch mean loss, lr times batch size,
+`torch.optim.SGD`), independent of the closed-form steps of `labcore.methods` (`train_client`) and of the compiled
+kernels. Tests check they agree; benchmarks/engine_speed.py uses this loop as its baseline.
 
-`train_cohort_dense` is the batched trainer in its former layout (rows addressed as
-client * n_items + item, a dense (M, N, width) update): the same numbers as
-`local_train.train_cohort_batched`, kept callable so that benchmarks/engine_full_participation.py
-can time today's layout against it in one process.
-
-`plan_round_numpy` is `sampling.plan_round` written with whole-array numpy (the former version): the
-compiled one must give the same plan, bit for bit.
+`plan_round_numpy` is `sampling.plan_round` written with whole-array numpy: the compiled one must give the same
+plan, bit for bit (benchmarks/plan_round.py times the two).
 """
 from __future__ import annotations
 
@@ -19,9 +13,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .local_train import LocalResult, LowRank, touched_items
-from .sampling import (ITEM_DTYPE, SLOT_DTYPE, STREAM_NEGATIVES, STREAM_SHUFFLE, NegativeSampler, RoundPlan, round_rng,
-                       schedule_rows)
+from labcore.fed.local_train import touched_items
+from labcore.fed.sampling import (ITEM_DTYPE, SLOT_DTYPE, STREAM_NEGATIVES, STREAM_SHUFFLE, NegativeSampler, RoundPlan,
+                                  round_rng, schedule_rows)
+from labcore.fed.updates import LocalResult, LowRank
 
 
 def train_clients_loop(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,
@@ -136,78 +131,6 @@ def perfedavg_loop(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float
             w, pw = w - lr * g_table, pw - lr * g_user
         ws.append(w - Q), pws.append(pw)
     return torch.stack(ws), torch.stack(pws)
-
-
-def _active_rows_dense(plan: RoundPlan, n_items: int):
-    """The former layout's inputs of every (step, active client) pair (from the dense (T, M, B) schedule)."""
-    M, T = plan.n_clients, plan.steps.shape[0]
-    order = np.argsort(-plan.n_steps, kind="stable")
-    n_active = (plan.n_steps[order][None, :] > np.arange(T)[:, None]).sum(1)
-    offsets = np.concatenate([[0], np.cumsum(n_active)])
-    row_t = np.repeat(np.arange(T), n_active)
-    row_m = np.arange(offsets[-1]) - offsets[row_t]  # position in `order`
-    steps = plan.steps[row_t, order[row_m]]  # (R, B)
-    valid = steps >= 0
-    idx = np.where(valid, steps, 0)
-    items = plan.sample_item[idx]
-    keys = np.where(valid, row_m[:, None] * n_items + items, M * n_items)
-    batch_key = (np.arange(steps.shape[0])[:, None] * n_items + items)[valid]
-    counts = np.bincount(batch_key, minlength=steps.shape[0] * n_items)
-    inv_count = np.zeros(steps.shape, dtype=np.float32)
-    inv_count[valid] = 1.0 / counts[batch_key]
-    return order, n_active, offsets, items, plan.sample_label[idx], valid, keys, inv_count
-
-
-def train_cohort_dense(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,
-                       lowrank: LowRank | None = None) -> LocalResult:
-    """The batched trainer with rows addressed as client * n_items + item (clients x items x width memory)."""
-    M, (N, d) = plan.n_clients, Q.shape
-    width = d if lowrank is None else lowrank.B.shape[1]
-    order, n_active, offsets, items, labels, valid, keys, inv_count = _active_rows_dense(plan, N)
-    dt = Q.dtype
-    vf = torch.from_numpy(valid).to(dt)
-    flat_items = torch.from_numpy(np.where(valid, items, N)).reshape(-1)
-    Qi = torch.cat([Q, Q.new_zeros(1, d)]).index_select(0, flat_items).view(*items.shape, d)
-    labels = torch.where(torch.from_numpy(valid), torch.from_numpy(labels).to(dt), torch.tensor(0.5, dtype=dt))
-    keys = torch.from_numpy(keys)
-    step_scale = torch.from_numpy(inv_count).to(dt) * -lr
-    inv_nv = (1.0 / vf.sum(1).clamp(min=1))[:, None]
-    W = torch.zeros(M * N + 1, width, dtype=dt)
-    p = p0[torch.from_numpy(order)].clone()
-    two_wd = 2.0 * weight_decay
-    logits = torch.zeros(labels.shape, dtype=dt)
-    if lowrank is not None:
-        B = lowrank.B.to(dt)
-        BtB = B.T @ B
-        QB = Qi @ B
-        row_scale = (lowrank.col_mask * lowrank.grad_scale[:, None]).to(dt)[torch.from_numpy(order)][:, None, :]
-    for t in range(len(n_active)):
-        a, r0, r1 = int(n_active[t]), int(offsets[t]), int(offsets[t + 1])
-        kt = keys[r0:r1].reshape(-1)
-        rows = W.index_select(0, kt).view(a, -1, width)
-        pa, qt = p[:a], Qi[r0:r1]
-        if lowrank is None:
-            e = qt + rows
-            x = torch.einsum("mbd,md->mb", e, pa)
-        else:
-            Bp = pa @ B
-            x = torch.einsum("mbd,md->mb", qt, pa) + torch.einsum("mbr,mr->mb", rows, Bp)
-        logits[r0:r1] = x
-        g = torch.sigmoid(x).sub_(labels[r0:r1])
-        if lowrank is None:
-            ge = torch.einsum("mb,mbd->md", g, e)
-            h = torch.einsum("mb,md->mbd", g, pa).add_(e, alpha=two_wd)
-        else:
-            ge = torch.einsum("mb,mbd->md", g, qt) + torch.einsum("mb,mbr->mr", g, rows) @ B.T
-            h = torch.einsum("mb,mr->mbr", g, Bp).add_(QB[r0:r1] + rows @ BtB, alpha=two_wd).mul_(row_scale[:a])
-        grad_p = ge.mul_(inv_nv[r0:r1]).add_(pa, alpha=two_wd)
-        h.mul_(step_scale[r0:r1, :, None])
-        W.scatter_add_(0, kt[:, None].expand(-1, width), h.reshape(-1, width))
-        pa.sub_(grad_p, alpha=lr)
-    loss_sum = float(((torch.nn.functional.softplus(logits) - labels * logits) * vf).sum())
-    back = torch.from_numpy(np.argsort(order))
-    update = W[: M * N].view(M, N, width)[back]
-    return LocalResult(p[back], update, touched_items(plan, N), loss_sum, int(vf.sum()))
 
 
 def plan_round_numpy(data, sampler: NegativeSampler, clients: np.ndarray, num_negatives: int, epochs: int,

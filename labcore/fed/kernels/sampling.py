@@ -79,9 +79,9 @@ def shuffle_into_slots(lanes, u, first, n_batches, epoch, offsets, position, bat
 
     A client's keys lie in [m, m + 1), so the global sort is the clients' sorts side by side, unless two keys
     are equal or one rounded up to m + 1 (u within 2^-40 of the next key): then returns False and the
-    caller sorts globally, as before. Every slot of the epoch's rows is written here either way (the padding
+    caller sorts globally (numpy's argsort). Every slot of the epoch's rows is written here either way (the padding
     of each client's last batch, -1, too), so the schedule needs no filling first. Clients are dealt to `lanes`
-    threads in turn (as in `fused_kernel`), each with scratch for the largest client (scratch per client cost
+    threads in turn (as in `fused`), each with scratch for the largest client (scratch per client cost
     an eighth of the shuffle: four allocations a client)."""
     M = first.shape[0] - 1
     k_max = 0

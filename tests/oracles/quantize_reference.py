@@ -1,6 +1,6 @@
-"""The QSGD quantizer written with whole-array torch and numpy's bit planes: the former form of `quantize`,
-`dequantize` and `pack_codes`, kept as the oracle of the compiled passes (`quantize_kernels`: same levels,
-values and bytes, tested) and as the "before" of `benchmarks/quantizer.py`. Each pass makes a full-size
+"""The QSGD quantizer written with whole-array torch and numpy's bit planes: `quantize`, `dequantize` and
+`pack_codes` in their plainest form, the oracle of the compiled passes (`methods.quantize_kernels`: same levels,
+values and bytes, tested) and the baseline of `benchmarks/quantizer.py`. Each pass makes a full-size
 temporary; the packer one uint64 per bit."""
 from __future__ import annotations
 

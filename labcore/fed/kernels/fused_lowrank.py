@@ -1,13 +1,13 @@
 """CoLR / SCoLR's local training at a small rank, compiled for that rank (numba).
 
-The same update as `fused_kernel._lowrank_client` (x = p.Q_i + (B^T p).a_i, the same steps), laid out so that the
+The same update as `fused._lowrank_client` (x = p.Q_i + (B^T p).a_i, the same steps), laid out so that the
 compiler can vectorize it: with r known when compiled (the length of a tuple argument), the rank-r work of a batch
 (a's product, its gradient, B^T B a and the row step) is one loop across the batch's samples, with B^T B and B^T p
 held in registers (tuples); the d-long products read eight samples' Q rows at a time; the batch's sigmoids take
 exp from a polynomial (`_exp_parts`), a loop without calls. One full-participation ML-1M CoLR@4 round's training
 on one thread: 0.28 s against 0.45 s in the general kernel (docs/reproduction.md). Other last bits than the
 general kernel (summation order, the exp), so the runs trained here have a cache key of their own
-(`config.RunConfig.small_rank_kernel`).
+(`config.RunConfig.small_rank_kernel`). Which kernel trains a run is decided once, in `dispatch.choose_kernel`.
 
 Ranks above SMALL_RANK and FedProx keep the general kernel: at rank 8 the rank-r loops (B^T B a: r^2 multiply-adds
 a sample) are no longer unrolled whole, and tuples read at run-time indices made this kernel slower than the general
@@ -20,9 +20,9 @@ import numpy as np
 from numba import njit, prange
 from numba.cpython.unsafe.tuple import tuple_setitem
 
-from ..config import SMALL_RANK
-from .fused_kernel import _FAST, _add_loss, _end_step, _gather_batch, _open_rows
-from .threads import compiled_threads, n_threads
+from ..threads import compiled_threads, n_threads
+from .common import FAST, add_loss, end_step, gather_batch, open_rows
+from .dispatch import SMALL_RANK
 
 # exp(z) = 2^n exp(r), n = round(z log2 e), r = z - n ln 2 (ln 2 in two parts: n ln2_hi is exact), exp(r) by
 # Cephes' expf polynomial (S. Moshier): within one float32 ulp of the exact value (`tests/test_fused_lowrank.py`)
@@ -43,7 +43,7 @@ def _as_tuple(like, values):
     return out
 
 
-@njit(cache=True, fastmath=_FAST, inline="always")
+@njit(cache=True, fastmath=FAST, inline="always")
 def _exp_parts(z):
     """exp(z) = y 2^k for z clamped to [-87, 88] (normal results: no overflow, no underflow): returns y and the
     bits of the float32 2^k. Calls nothing, so a loop of it vectorizes (libm's expf is a call a sample)."""
@@ -55,7 +55,7 @@ def _exp_parts(z):
     return y * r * r + r + np.float32(1.0), (np.int32(k) + np.int32(127)) << 23
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def exp_batch(z, out, bits):
     """out = exp(z) in float32 (`_exp_parts`); bits: int32 scratch of z's size. For the tests."""
     for b in range(z.shape[0]):
@@ -65,9 +65,9 @@ def exp_batch(z, out, bits):
         out[b] *= two_k[b]
 
 
-@njit(cache=True, fastmath=_FAST, inline="always")
+@njit(cache=True, fastmath=FAST, inline="always")
 def _sigmoids(x, label, g, prob, e, bits, nb):
-    """`fused_kernel._grad_bce` for a batch's nb logits: g[b] = sigmoid(x[b]) - label[b] and prob[b] = the
+    """`fused._grad_bce` for a batch's nb logits: g[b] = sigmoid(x[b]) - label[b] and prob[b] = the
     probability of the sample's label, from exp(-x) (`_exp_parts`; e and bits are scratch)."""
     for b in range(nb):
         e[b], bits[b] = _exp_parts(-x[b])
@@ -80,7 +80,7 @@ def _sigmoids(x, label, g, prob, e, bits, nb):
         prob[b] = s if label[b] > np.float32(0.5) else ex * s  # 1 - sigmoid = e^-x sigmoid: no cancellation
 
 
-@njit(cache=True, fastmath=_FAST, inline="always")
+@njit(cache=True, fastmath=FAST, inline="always")
 def _logits(Q, pm, item, x, nb, D):
     """x[b] = Q[item[b]] . pm, eight samples at a time (p's values read once for eight rows)."""
     b = 0
@@ -110,7 +110,7 @@ def _logits(Q, pm, item, x, nb, D):
         b += 1
 
 
-@njit(cache=True, fastmath=_FAST, inline="always")
+@njit(cache=True, fastmath=FAST, inline="always")
 def _user_grad(Q, g, item, ge, nb, D):
     """ge = sum_b g[b] Q[item[b]], eight samples a pass over ge."""
     ge[:] = 0.0
@@ -131,10 +131,10 @@ def _user_grad(Q, g, item, ge, nb, D):
         b += 1
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def _client(m, QB, Q, B, btb, row_scale, W, p, slots, s_item, s_label, pos, n_active, offsets, lr, two_wd, loss,
             r_zeros):
-    """Client m's local training (see `fused_kernel._lowrank_client`). btb: B^T B as a tuple, row by row;
+    """Client m's local training (see `fused._lowrank_client`). btb: B^T B as a tuple, row by row;
     r_zeros: a tuple of r zeros, whose length fixes r when compiled."""
     D, R = p.shape[1], len(r_zeros)
     Bs = slots.shape[1]
@@ -149,7 +149,7 @@ def _client(m, QB, Q, B, btb, row_scale, W, p, slots, s_item, s_label, pos, n_ac
     item, key, label = np.empty(Bs, np.int64), np.empty(Bs, np.int64), np.empty(Bs, np.float32)
     count = np.zeros(Q.shape[0], np.int32)
     ge, r_scratch = np.empty(D, np.float32), np.empty(R, np.float32)
-    pm, total, prod = p[m], 0.0, 1.0  # the user vector; the loss column (see fused_kernel._add_loss)
+    pm, total, prod = p[m], 0.0, 1.0  # the user vector; the loss column (see common.add_loss)
     for t in range(n_active.shape[0]):
         if m >= n_active[t]:
             break
@@ -159,7 +159,7 @@ def _client(m, QB, Q, B, btb, row_scale, W, p, slots, s_item, s_label, pos, n_ac
                 acc += pm[j] * B[j, c]
             r_scratch[c] = acc
         bp = _as_tuple(r_zeros, r_scratch)  # B^T p
-        nb = _gather_batch(slots, offsets[t] + m, s_item, s_label, pos, count, item, key, label)
+        nb = gather_batch(slots, offsets[t] + m, s_item, s_label, pos, count, item, key, label)
         _logits(Q, pm, item, x, nb, D)
         for b in range(nb):
             k, i = key[b], item[b]
@@ -174,7 +174,7 @@ def _client(m, QB, Q, B, btb, row_scale, W, p, slots, s_item, s_label, pos, n_ac
             x[b] += y
         _sigmoids(x, label, g, prob, e, bits, nb)
         for b in range(nb):
-            total, prod = _add_loss(x[b], label[b], prob[b], total, prod)
+            total, prod = add_loss(x[b], label[b], prob[b], total, prod)
         # user: mean over the batch of g (Q_i + B a), the a part as (sum_b g a) B^T
         _user_grad(Q, g, item, ge, nb, D)
         for c in range(R):
@@ -200,7 +200,7 @@ def _client(m, QB, Q, B, btb, row_scale, W, p, slots, s_item, s_label, pos, n_ac
             k = key[b]
             for c in range(R):
                 W[k, c] += U[c, b]
-        _end_step(count, item, nb, pm, ge, lr32, wd)
+        end_step(count, item, nb, pm, ge, lr32, wd)
     loss[m] = total - np.log(prod)
 
 
@@ -209,20 +209,21 @@ def _rows(lanes, QB, Q, B, btb, row_scale, W, row_lo, row_hi, p, slots, s_item, 
           offsets, lr, two_wd, loss, r_zeros):
     for lane in prange(lanes):
         pos = np.empty(Q.shape[0], dtype=np.int64)
-        for m in range(lane, p.shape[0], lanes):  # see fused_kernel's _lanes
-            _open_rows(W, row_lo[m], row_hi[m], row_item, pos)
+        for m in range(lane, p.shape[0], lanes):  # see fused's _lanes
+            open_rows(W, row_lo[m], row_hi[m], row_item, pos)
             _client(m, QB, Q, B, btb, row_scale, W, p, slots, s_item, s_label, pos, n_active, offsets, lr, two_wd,
                     loss, r_zeros)
 
 
-def lowrank_rows_small(QB, Q, B, BtB, row_scale, W, row_lo, row_hi, p, slots, s_item, s_label, row_item, n_active,
-                       offsets, lr, two_wd) -> np.ndarray:
-    """`fused_kernel.lowrank_rows` without FedProx at rank r <= SMALL_RANK; returns each client's summed loss."""
+def lowrank_rows_small(Q, B, row_scale, W, row_lo, row_hi, p, slots, s_item, s_label, row_item, n_active, offsets,
+                       lr, two_wd) -> float:
+    """`fused.lowrank_rows` without FedProx at rank r <= SMALL_RANK; returns the summed loss."""
     r = B.shape[1]
     if not 1 <= r <= SMALL_RANK:
         raise ValueError(f"rank={r}: the fixed-size kernel takes ranks 1 to {SMALL_RANK}")
+    QB, BtB = Q @ B, B.T @ B  # Q is frozen during local training: B^T Q_i once per item
     loss = np.zeros(p.shape[0])
     with compiled_threads():
         _rows(n_threads(), QB, Q, B, tuple(BtB.astype(np.float32).ravel()), row_scale, W, row_lo, row_hi, p, slots,
               s_item, s_label, row_item, n_active, offsets, lr, two_wd, loss, (np.float32(0.0),) * r)
-    return loss
+    return float(loss.sum())

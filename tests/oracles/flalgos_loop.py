@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .strategies import FedProx, RoundContext, Scaffold
+from labcore.flalgos.strategies import FedProx, RoundContext, Scaffold
 
 
 def client_grad(problem, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

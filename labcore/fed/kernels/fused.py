@@ -1,9 +1,10 @@
 """Local training of a cohort in one compiled pass over the batch schedule (numba).
 
-The batched torch trainer (`local_train.train_cohort_batched`) does each local step for all clients at once,
-but every step gathers (clients, batch, d) copies of the rows it reads, materializes three temporaries of that
-size and scatters the result back: at full participation most of a round is memory traffic, not arithmetic.
-Here each client walks its own steps and reads and writes its rows in place, so a round costs about one
+The readable form of each method's local step is in its own file (`labcore.methods.base.train_client` for FedMF,
+`labcore.methods.colr.train_client` for CoLR / SCoLR); the tests check these kernels against it. A batched torch
+trainer would gather (clients, batch, d) copies of the rows every step reads, materialize three temporaries of
+that size and scatter the result back: at full participation most of a round would be memory traffic, not
+arithmetic. Here each client walks its own steps and reads and writes its rows in place, so a round costs about one
 pass over the samples (d multiply-adds a slot, five times). Same update rule, same float32 arithmetic; only
 the summation order of the dot products differs from torch's (last-bit differences, 1e-7 relative).
 
@@ -18,14 +19,10 @@ import numpy as np
 from numba import njit, prange
 from numba.cpython.unsafe.numbers import trailing_zeros  # count trailing zero bits (one instruction)
 
-from .threads import compiled_threads, n_threads
-from .workspace import Workspace, take
+from ..threads import compiled_threads, n_threads
+from ..workspace import Workspace, take
+from .common import FAST, add_loss, bce, end_step, gather_batch, open_rows
 
-# Reassociation lets LLVM vectorize the d-long dot products (partial sums in a fixed order for a given build
-# and CPU). Every such sum is a loop that only loads: a loop that also stores gets a run-time overlap check
-# with a scalar fallback that sums in another order, and which branch runs depends on where the buffers
-# happen to lie in memory, so the same inputs could give different last bits (seen in tests).
-_FAST = {"reassoc", "contract"}
 
 
 # --- the rows a cohort touches -------------------------------------------------------------------------------
@@ -96,7 +93,7 @@ def touched_rows_grouped(first: np.ndarray, s_item: np.ndarray, n_items: int, wo
     first[m]:first[m + 1]), sorted by client then item (`torch.unique` of client * N + item). Returns row_first
     (client m's rows are row_first[m]:row_first[m + 1]), row_item, and each client's items as the item mask's
     bitmap (`RowUpdate.item_bits`; None above ITEM_BITS_LIMIT bytes). A sample's row is found by the trainer
-    (`_open_rows`), not stored: 4 bytes a sample at the round's memory peak. workspace: row_item is made in its
+    (`common.open_rows`), not stored: 4 bytes a sample at the round's memory peak. workspace: row_item is made in its
     buffer "row_item"."""
     M = first.shape[0] - 1
     counts = np.zeros(M, dtype=np.int64)
@@ -115,7 +112,7 @@ def touched_rows_grouped(first: np.ndarray, s_item: np.ndarray, n_items: int, wo
 
 
 # --- local training --------------------------------------------------------------------------------------------
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def _grad_bce(x, label):
     """dBCE/dx = sigmoid(x) - label, and the probability the model gives the sample's label (its BCE is -log
     of it; 0 when it underflows). Float32 math from one exp."""
@@ -127,25 +124,6 @@ def _grad_bce(x, label):
     return s - label, (ex * s if ex < np.float32(np.inf) else one)  # 1 - sigmoid = e^-x sigmoid: no cancellation
 
 
-@njit(cache=True, fastmath=_FAST)
-def _bce(x, label):
-    """softplus(x) - label x: the BCE of a sample whose probability underflowed (confidently wrong)."""
-    return max(x, np.float32(0.0)) + np.log1p(np.exp(-abs(x))) - label * x
-
-
-@njit(cache=True)
-def _add_loss(x, label, prob, total, prod):
-    """The loss column: BCE is -log(prob), so a client's loss is -log of the product of its probabilities,
-    taken one log per ~1e-200 of product (a log a sample cost a fifth of a full round). total: -logs so far,
-    prod: the product since; a probability below 1e-30 is added exactly instead. Returns both."""
-    if prob > 1e-30:
-        prod *= prob
-        if prod < 1e-200:
-            return total - np.log(prod), 1.0
-        return total, prod
-    return total + _bce(x, label), prod
-
-
 @njit(cache=True)
 def _scratch(Bs, d, n_items):
     """A client's per-step buffers: g and labels per slot, the user gradient, the slots' items and rows,
@@ -154,54 +132,17 @@ def _scratch(Bs, d, n_items):
             np.empty(Bs, dtype=np.int64), np.empty(Bs, dtype=np.float32), np.zeros(n_items, dtype=np.int32))
 
 
-@njit(cache=True)
-def _gather_batch(slots, r, s_item, s_label, pos, count, item, key, label):
-    """The valid slots of schedule row r: their items, rows of W (pos: the client's row of each item, see
-    `_open_rows`) and labels, first nb entries; counts each item's occurrences in the batch. Returns nb."""
-    nb = 0
-    for b in range(slots.shape[1]):
-        s = slots[r, b]
-        if s < 0:
-            continue
-        i = s_item[s]
-        item[nb], key[nb], label[nb] = i, pos[i], s_label[s]
-        count[item[nb]] += 1
-        nb += 1
-    return nb
-
-
-@njit(cache=True, fastmath=_FAST)
-def _end_step(count, item, nb, pm, ge, lr32, wd):
-    """Reset the batch's item counts; the user step p -= lr (mean over the batch of g e + 2 wd p)."""
-    for b in range(nb):
-        count[item[b]] = 0
-    inv_nv = np.float32(1.0) / np.float32(max(nb, 1))
-    for j in range(pm.shape[0]):
-        pm[j] -= lr32 * (ge[j] * inv_nv + wd * pm[j])
-
-
 # _lanes: clients come heaviest first (`RoundPlan.order`), and a prange over them is split into one contiguous
 # block per thread whatever numba's chunk size (measured: the first thread got most of the work, two threads
 # ran a round only 15 % faster than one). So with T = lanes = the thread count, thread k takes clients k, k + T,
 # k + 2T, ...: equal shares.
-@njit(cache=True)
-def _open_rows(W, lo, hi, row_item, pos):
-    """Zero a client's rows of W in one sequential pass just before it trains: the pass also brings them into
-    the core's cache, where the client's scattered reads then find them (a separate zeroing of the whole
-    table left them in main memory: a miss on the first touch of each row, a third of a FedMF round). And map
-    each of its items to its row, pos[row_item[k]] = k, through which its batches find their rows (a row stored
-    per sample cost 4 bytes a sample at the round's memory peak)."""
-    for k in range(lo, hi):
-        pos[row_item[k]] = k
-        for j in range(W.shape[1]):
-            W[k, j] = np.float32(0.0)
 
 
 # FedProx (prox_mu > 0): every local step also pulls every row of the client's update toward the round's global
 # table, D <- D - lr mu D (CoLR: a <- a - lr s mu B^T B a), the rows of no batch included. A row no batch touches
 # changes by that pull alone, so it is applied lazily: `stamp` holds the step at whose start each row is current,
 # and a row catches up on its missed steps when a batch next reads it, or when the client's training ends.
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def _pull_full(W, k, n, keep):
     """n steps of FedProx's pull on row k of D alone: D <- keep D, keep = 1 - lr mu."""
     for _ in range(n):
@@ -209,7 +150,7 @@ def _pull_full(W, k, n, keep):
             W[k, j] *= keep
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def _pull_lowrank(W, k, n, BtB, coef, tmp):
     """n steps of FedProx's pull on row k of A alone: a <- a - coef * (B^T B a), coef = lr mu s (per column)."""
     for _ in range(n):
@@ -228,12 +169,12 @@ def _full_rows(lanes, Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_item,
     for lane in prange(lanes):
         pos = np.empty(Q.shape[0], dtype=np.int64)
         for m in range(lane, p.shape[0], lanes):  # see _lanes
-            _open_rows(W, row_lo[m], row_hi[m], row_item, pos)
+            open_rows(W, row_lo[m], row_hi[m], row_item, pos)
             _full_client(m, Q, W, row_lo[m], row_hi[m], p, slots, s_item, s_label, pos, n_active, offsets,
                          lr, two_wd, mu, loss)
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def _full_client(m, Q, W, lo, hi, p, slots, s_item, s_label, pos, n_active, offsets, lr, two_wd, mu,
                  loss):
     d = p.shape[1]
@@ -241,7 +182,7 @@ def _full_client(m, Q, W, lo, hi, p, slots, s_item, s_label, pos, n_active, offs
     lr32, neg_lr, wd, one = np.float32(lr), np.float32(-lr), np.float32(two_wd), np.float32(1.0)
     E = np.empty((Bs, d), dtype=np.float32)  # the batch's q + D rows as read (before this step's update)
     g, ge, item, key, label, count = _scratch(Bs, d, Q.shape[0])
-    pm, total, prod = p[m], 0.0, 1.0  # the user vector; the loss column (see _add_loss)
+    pm, total, prod = p[m], 0.0, 1.0  # the user vector; the loss column (see common.add_loss)
     prox, mu32 = mu > 0.0, np.float32(mu)
     keep = one - lr32 * mu32
     stamp = np.zeros(hi - lo if prox else 0, dtype=np.int64)
@@ -251,7 +192,7 @@ def _full_client(m, Q, W, lo, hi, p, slots, s_item, s_label, pos, n_active, offs
         if m >= n_active[t]:
             break
         steps = t + 1
-        nb = _gather_batch(slots, offsets[t] + m, s_item, s_label, pos, count, item, key, label)
+        nb = gather_batch(slots, offsets[t] + m, s_item, s_label, pos, count, item, key, label)
         for b in range(nb):
             i, k = item[b], key[b]
             if prox:
@@ -263,10 +204,10 @@ def _full_client(m, Q, W, lo, hi, p, slots, s_item, s_label, pos, n_active, offs
             for j in range(d):
                 E[b, j] = Q[i, j] + W[k, j]
             x = np.float32(0.0)
-            for j in range(d):  # a loop without stores: see _FAST
+            for j in range(d):  # a loop without stores: see FAST
                 x += E[b, j] * pm[j]
             g[b], prob = _grad_bce(x, label[b])
-            total, prod = _add_loss(x, label[b], prob, total, prod)
+            total, prod = add_loss(x, label[b], prob, total, prod)
         # user: mean over the batch of g e; item rows: -lr times the mean over a row's occurrences in the
         # batch of (g p + 2 wd e). One pass over the batch for both.
         ge[:] = 0.0
@@ -284,7 +225,7 @@ def _full_client(m, Q, W, lo, hi, p, slots, s_item, s_label, pos, n_active, offs
                     e = E[b, j]
                     ge[j] += gb * e
                     W[k, j] += (gb * pm[j] + wd * e) * sc
-        _end_step(count, item, nb, pm, ge, lr32, wd)
+        end_step(count, item, nb, pm, ge, lr32, wd)
     if prox:  # the pull of the steps after each row's last batch
         for k in range(lo, hi):
             _pull_full(W, k, steps - stamp[k - lo], keep)
@@ -305,14 +246,14 @@ def _full_rows_scaffold(lanes, Q, W, row_lo, row_hi, p, slots, s_item, s_label, 
         for m in range(lane, p.shape[0], lanes):  # see _lanes
             for r in range(ci_lo[m], ci_hi[m]):
                 Ci[ci_item[r], :] = ci_val[r]
-            _open_rows(W, row_lo[m], row_hi[m], row_item, pos)
+            open_rows(W, row_lo[m], row_hi[m], row_item, pos)
             _full_client_scaffold(m, Q, W, p, slots, s_item, s_label, pos, n_active, offsets, lr, two_wd,
                                   C, Ci, loss)
             for r in range(ci_lo[m], ci_hi[m]):
                 Ci[ci_item[r], :] = np.float32(0.0)
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def _full_client_scaffold(m, Q, W, p, slots, s_item, s_label, pos, n_active, offsets, lr, two_wd, C, Ci,
                           loss):
     """`_full_client` (without FedProx) reading each row with SCAFFOLD's drift: e = Q + G - t lr (c - c_i)."""
@@ -326,16 +267,16 @@ def _full_client_scaffold(m, Q, W, p, slots, s_item, s_label, pos, n_active, off
         if m >= n_active[t]:
             break
         drift = np.float32(t) * lr32  # steps taken so far times the local step size
-        nb = _gather_batch(slots, offsets[t] + m, s_item, s_label, pos, count, item, key, label)
+        nb = gather_batch(slots, offsets[t] + m, s_item, s_label, pos, count, item, key, label)
         for b in range(nb):
             i, k = item[b], key[b]
             for j in range(d):
                 E[b, j] = (Q[i, j] + W[k, j]) - drift * (C[i, j] - Ci[i, j])
             x = np.float32(0.0)
-            for j in range(d):  # a loop without stores: see _FAST
+            for j in range(d):  # a loop without stores: see FAST
                 x += E[b, j] * pm[j]
             g[b], prob = _grad_bce(x, label[b])
-            total, prod = _add_loss(x, label[b], prob, total, prod)
+            total, prod = add_loss(x, label[b], prob, total, prod)
         ge[:] = 0.0
         for b in range(nb):
             sc = (one / np.float32(count[item[b]])) * neg_lr
@@ -344,11 +285,11 @@ def _full_client_scaffold(m, Q, W, p, slots, s_item, s_label, pos, n_active, off
                 e = E[b, j]
                 ge[j] += gb * e
                 W[k, j] += (gb * pm[j] + wd * e) * sc
-        _end_step(count, item, nb, pm, ge, lr32, wd)
+        end_step(count, item, nb, pm, ge, lr32, wd)
     loss[m] = total - np.log(prod)
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def _prox_lowrank_step(W, k, a, BtB, Bp, qb, scale, gb, wd, mu, sc):
     """One occurrence's share of row k's step with FedProx's pull: the step of `_lowrank_client` plus mu B^T B a."""
     for c in range(W.shape[1]):
@@ -364,7 +305,7 @@ def _lowrank_rows(lanes, QB, Q, B, BtB, row_scale, W, row_lo, row_hi, p, slots, 
     for lane in prange(lanes):
         pos = np.empty(Q.shape[0], dtype=np.int64)
         for m in range(lane, p.shape[0], lanes):  # see _lanes
-            _open_rows(W, row_lo[m], row_hi[m], row_item, pos)
+            open_rows(W, row_lo[m], row_hi[m], row_item, pos)
             if mu > 0.0:
                 _lowrank_client_prox(m, QB, Q, B, BtB, row_scale, W, row_lo[m], row_hi[m], p, slots, s_item,
                                      s_label, pos, n_active, offsets, lr, two_wd, mu, loss)
@@ -373,7 +314,7 @@ def _lowrank_rows(lanes, QB, Q, B, BtB, row_scale, W, row_lo, row_hi, p, slots, 
                                 offsets, lr, two_wd, loss)
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, pos, n_active, offsets,
                     lr, two_wd, loss):
     d, rk = p.shape[1], B.shape[1]
@@ -383,7 +324,7 @@ def _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, p
     ga = np.empty(rk, dtype=np.float32)
     Bp = np.empty(rk, dtype=np.float32)
     g, ge, item, key, label, count = _scratch(Bs, d, Q.shape[0])
-    pm, total, prod = p[m], 0.0, 1.0  # the user vector; the loss column (see _add_loss)
+    pm, total, prod = p[m], 0.0, 1.0  # the user vector; the loss column (see common.add_loss)
     for t in range(n_active.shape[0]):
         if m >= n_active[t]:
             break
@@ -392,7 +333,7 @@ def _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, p
             for j in range(d):
                 acc += pm[j] * B[j, c]
             Bp[c] = acc
-        nb = _gather_batch(slots, offsets[t] + m, s_item, s_label, pos, count, item, key, label)
+        nb = gather_batch(slots, offsets[t] + m, s_item, s_label, pos, count, item, key, label)
         for b in range(nb):
             i, k = item[b], key[b]
             x = np.float32(0.0)
@@ -401,11 +342,11 @@ def _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, p
             for c in range(rk):
                 A[b, c] = W[k, c]
             y = np.float32(0.0)
-            for c in range(rk):  # a loop without stores: see _FAST
+            for c in range(rk):  # a loop without stores: see FAST
                 y += A[b, c] * Bp[c]
             x = x + y
             g[b], prob = _grad_bce(x, label[b])
-            total, prod = _add_loss(x, label[b], prob, total, prod)
+            total, prod = add_loss(x, label[b], prob, total, prod)
         ge[:] = 0.0
         ga[:] = 0.0
         for b in range(nb):
@@ -427,12 +368,12 @@ def _lowrank_client(m, QB, Q, B, BtB, row_scale, W, p, slots, s_item, s_label, p
                 for c2 in range(rk):  # (B^T B a)_c along row c of the symmetric B^T B: contiguous, vectorized
                     ab += A[b, c2] * BtB[c, c2]
                 W[k, c] += (gb * Bp[c] + wd * (QB[i, c] + ab)) * row_scale[m, c] * sc
-        _end_step(count, item, nb, pm, ge, lr32, wd)
+        end_step(count, item, nb, pm, ge, lr32, wd)
     loss[m] = total - np.log(prod)
 
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def _lowrank_client_prox(m, QB, Q, B, BtB, row_scale, W, lo, hi, p, slots, s_item, s_label, pos, n_active,
                           offsets, lr, two_wd, mu, loss):
     """`_lowrank_client` with FedProx's pull (mu > 0). A function of its own: the plain one keeps its compiled
@@ -444,7 +385,7 @@ def _lowrank_client_prox(m, QB, Q, B, BtB, row_scale, W, lo, hi, p, slots, s_ite
     ga = np.empty(rk, dtype=np.float32)
     Bp = np.empty(rk, dtype=np.float32)
     g, ge, item, key, label, count = _scratch(Bs, d, Q.shape[0])
-    pm, total, prod = p[m], 0.0, 1.0  # the user vector; the loss column (see _add_loss)
+    pm, total, prod = p[m], 0.0, 1.0  # the user vector; the loss column (see common.add_loss)
     mu32 = np.float32(mu)
     stamp = np.zeros(hi - lo, dtype=np.int64)
     coef = np.empty(rk, dtype=np.float32)  # FedProx's pull per column: lr mu s
@@ -460,7 +401,7 @@ def _lowrank_client_prox(m, QB, Q, B, BtB, row_scale, W, lo, hi, p, slots, s_ite
             for j in range(d):
                 acc += pm[j] * B[j, c]
             Bp[c] = acc
-        nb = _gather_batch(slots, offsets[t] + m, s_item, s_label, pos, count, item, key, label)
+        nb = gather_batch(slots, offsets[t] + m, s_item, s_label, pos, count, item, key, label)
         for b in range(nb):  # the batch's rows catch up on the pull of the steps they missed
             k = key[b]
             if stamp[k - lo] < t:
@@ -474,11 +415,11 @@ def _lowrank_client_prox(m, QB, Q, B, BtB, row_scale, W, lo, hi, p, slots, s_ite
             for c in range(rk):
                 A[b, c] = W[k, c]
             y = np.float32(0.0)
-            for c in range(rk):  # a loop without stores: see _FAST
+            for c in range(rk):  # a loop without stores: see FAST
                 y += A[b, c] * Bp[c]
             x = x + y
             g[b], prob = _grad_bce(x, label[b])
-            total, prod = _add_loss(x, label[b], prob, total, prod)
+            total, prod = add_loss(x, label[b], prob, total, prod)
         ge[:] = 0.0
         ga[:] = 0.0
         for b in range(nb):
@@ -497,7 +438,7 @@ def _lowrank_client_prox(m, QB, Q, B, BtB, row_scale, W, lo, hi, p, slots, s_ite
             k, i, gb = key[b], item[b], g[b]
             _prox_lowrank_step(W, k, A[b], BtB, Bp, QB[i], row_scale[m], gb, wd, mu32, sc)
             stamp[k - lo] = t + 1
-        _end_step(count, item, nb, pm, ge, lr32, wd)
+        end_step(count, item, nb, pm, ge, lr32, wd)
     for k in range(lo, hi):  # the pull of the steps after each row's last batch
         _pull_lowrank(W, k, steps - stamp[k - lo], BtB, coef, ga)
     loss[m] = total - np.log(prod)
@@ -563,7 +504,7 @@ def _full_rows_summed(lanes, group, Q, indptr, position, p, slots, s_item, s_lab
         for lane in prange(lanes):
             for c in range(g0 + lane, g1, lanes):
                 lo, hi = indptr[c] - base, indptr[c + 1] - base
-                _open_rows(W, lo, hi, items, pos[lane])
+                open_rows(W, lo, hi, items, pos[lane])
                 _full_client(position[c], Q, W, lo, hi, p, slots, s_item, s_label, pos[lane], n_active, offsets,
                              lr, two_wd, mu, loss)
         if g0 == 0:
@@ -615,14 +556,14 @@ def full_rows_scaffold(Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_item
     return float(loss.sum())
 
 
-@njit(cache=True, fastmath=_FAST)
+@njit(cache=True, fastmath=FAST)
 def _client_bce(Q, P, s_client, s_item, s_label, total):
     for s in range(s_item.shape[0]):
         m, i = s_client[s], s_item[s]
         x = np.float32(0.0)
         for j in range(Q.shape[1]):
             x += P[m, j] * Q[i, j]
-        total[m] += _bce(x, s_label[s])
+        total[m] += bce(x, s_label[s])
 
 
 def client_bce(Q: np.ndarray, P: np.ndarray, s_client: np.ndarray, s_item: np.ndarray,
@@ -634,7 +575,7 @@ def client_bce(Q: np.ndarray, P: np.ndarray, s_client: np.ndarray, s_item: np.nd
     return total
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
+@njit(cache=True, parallel=True, fastmath=FAST)
 def _user_bce(Q, P, indptr, items, negatives, out):
     for u in prange(P.shape[0]):
         total = 0.0
@@ -642,12 +583,12 @@ def _user_bce(Q, P, indptr, items, negatives, out):
             x = np.float32(0.0)
             for j in range(Q.shape[1]):
                 x += P[u, j] * Q[items[s], j]
-            total += _bce(x, np.float32(1.0))
+            total += bce(x, np.float32(1.0))
         for s in range(negatives.shape[1]):
             x = np.float32(0.0)
             for j in range(Q.shape[1]):
                 x += P[u, j] * Q[negatives[u, s], j]
-            total += _bce(x, np.float32(0.0))
+            total += bce(x, np.float32(0.0))
         out[u] = total / (indptr[u + 1] - indptr[u] + negatives.shape[1])
 
 
@@ -665,14 +606,10 @@ def lowrank_rows(Q, B, row_scale, W, row_lo, row_hi, p, slots, s_item, s_label, 
                  offsets, lr, two_wd, mu=0.0) -> float:
     """CoLR / SCoLR: W's rows are a_i (width r) and q = Q_i + B a_i, trained in A's r-dimensional space:
     x = p.Q_i + (B^T p).a_i, dL/da = row_scale (g B^T p + 2 wd (B^T Q_i + B^T B a_i)).
-    row_scale (M, r) per client in schedule order (SCoLR's column mask times its lr scale). Without FedProx at
-    rank r <= SMALL_RANK the kernel compiled for r trains (`fused_lowrank`)."""
-    from .fused_lowrank import SMALL_RANK, lowrank_rows_small
-
+    row_scale (M, r) per client in schedule order (SCoLR's column mask times its lr scale). The readable form is
+    `labcore.methods.colr.train_client`; at a small rank without FedProx `fused_lowrank` trains instead
+    (`dispatch.choose_kernel`)."""
     QB, BtB = Q @ B, B.T @ B  # Q is frozen during local training: B^T Q_i once per item
-    if not mu and B.shape[1] <= SMALL_RANK:
-        return float(lowrank_rows_small(QB, Q, B, BtB, row_scale, W, row_lo, row_hi, p, slots, s_item, s_label,
-                                        row_item, n_active, offsets, lr, two_wd).sum())
     loss = np.zeros(p.shape[0])
     with compiled_threads():
         _lowrank_rows(n_threads(), QB, Q, B, BtB, row_scale, W, row_lo, row_hi, p, slots, s_item, s_label,
