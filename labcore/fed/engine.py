@@ -17,6 +17,7 @@ import hashlib
 import json
 import math
 import os
+import pickle
 import signal
 import sys
 import threading
@@ -768,7 +769,11 @@ def resume(sim, folder: Path) -> bool:
     try:
         sim.load_state(load_checkpoint(ckpt))
     except Exception as e:  # damaged, unsafe or another config's: start over rather than fail, but say so
-        warnings.warn(f"ignoring the checkpoint {ckpt} ({type(e).__name__}: {e}); training from round 0")
+        why = f"{type(e).__name__}: {e}"
+        if isinstance(e, pickle.UnpicklingError):  # torch's advice on trusting the file is not for a shared cache
+            found = [line.strip() for line in str(e).splitlines() if "Unsupported global" in line]
+            why = "refused: it holds objects other than tensors and plain values" + (f" ({found[0]})" if found else "")
+        warnings.warn(f"ignoring the checkpoint {ckpt} ({why}); training from round 0")
         return False
     return True
 
