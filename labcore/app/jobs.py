@@ -32,7 +32,7 @@ from typing import Callable
 
 from ..config import RunConfig
 from ..data.base import InteractionData
-from ..fed.engine import Simulation, default_cache_dir, train_cached, train_rounds
+from ..fed.engine import Simulation, default_cache_dir, read_stored, train_cached, train_rounds
 from ..results import Result
 
 PUBLISH_S = 0.2  # at most this often a running job publishes a partial result (the first round at once)
@@ -63,14 +63,9 @@ def result_folder(cfg: RunConfig, cache_dir: Path | str | None = None) -> Path:
 
 
 def stored(cfg: RunConfig, cache_dir: Path | str | None = None) -> Result | None:
-    """The finished result of `cfg` from the on-disk cache, or None."""
-    folder = result_folder(cfg, cache_dir)
-    if (folder / "result.json").exists():
-        try:
-            return Result.load(folder)
-        except Exception:  # a half-written or stale folder: recompute
-            return None
-    return None
+    """The finished result of `cfg` from the on-disk cache, or None (also for a damaged folder, reported by name:
+    the job that follows recomputes it)."""
+    return read_stored(result_folder(cfg, cache_dir), Result.load)
 
 
 class Job:

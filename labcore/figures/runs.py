@@ -55,7 +55,20 @@ RUN_TIMES_COLUMNS = ("key", "dataset", "label", "rounds", "seconds", "cpu_second
 def is_cached(cfg: RunConfig) -> bool:
     from ..fed.engine import default_cache_dir
 
-    return (default_cache_dir() / cfg.key() / "result.json").exists()
+    return _stored_sound(default_cache_dir() / cfg.key())
+
+
+def _stored_sound(folder: Path) -> bool:
+    """A result is stored in `folder` and matches its integrity record (a damaged one is trained again)."""
+    from ..results import verify
+
+    if not (folder / "result.json").exists():
+        return False
+    try:
+        verify(folder)
+    except ValueError:
+        return False
+    return True
 
 
 def _train_one(cfg: RunConfig, progress: bool = False):
@@ -66,7 +79,7 @@ def _train_one(cfg: RunConfig, progress: bool = False):
     from ..fed.engine import default_cache_dir, load_timing, run
 
     folder = default_cache_dir() / cfg.key()
-    cached = (folder / "result.json").exists()
+    cached = _stored_sound(folder)
     t0, c0 = time.perf_counter(), time.process_time()
     res = run(cfg, data=None if cached else _data(cfg), progress=progress)
     if not res.complete or cfg.dataset == "synthetic":

@@ -153,20 +153,54 @@ def _download(graph: str, needed: list[str]) -> Path:
     return target
 
 
-class _PlanetoidUnpickler(pickle.Unpickler):
-    """The Planetoid files (2016) name their matrices by SciPy's old module paths (`scipy.sparse.csr.csr_matrix`),
-    which SciPy deprecates (a warning on every load) and removes in 2.0: read them from `scipy.sparse` itself."""
+def _numpy_reconstruct():
+    try:
+        from numpy._core.multiarray import _reconstruct
+    except ImportError:  # numpy < 2
+        from numpy.core.multiarray import _reconstruct
+    return _reconstruct
+
+
+# The only classes the Planetoid files name (module, name as pickled by Python 2 / SciPy of 2016, and as today's
+# pickles name them), each mapped to the object it means. Nothing else is ever imported while reading a file.
+_ALLOWED = {
+    ("numpy", "ndarray"): lambda: np.ndarray,
+    ("numpy", "dtype"): lambda: np.dtype,
+    ("numpy.core.multiarray", "_reconstruct"): _numpy_reconstruct,
+    ("numpy._core.multiarray", "_reconstruct"): _numpy_reconstruct,
+    # SciPy's old module paths (deprecated, gone in SciPy 2.0) and the current ones: the class from scipy.sparse
+    ("scipy.sparse.csr", "csr_matrix"): lambda: sp.csr_matrix,
+    ("scipy.sparse._csr", "csr_matrix"): lambda: sp.csr_matrix,
+    ("collections", "defaultdict"): lambda: __import__("collections").defaultdict,
+    ("__builtin__", "list"): lambda: list,
+    ("builtins", "list"): lambda: list,
+}
+
+
+class PlanetoidUnpickler(pickle.Unpickler):
+    """Reads a Planetoid pickle, refusing any class outside `_ALLOWED` (a pickle names the functions it calls:
+    a file planted in a shared data folder could otherwise run any code)."""
+
+    def __init__(self, file, path: Path | str):
+        super().__init__(file, encoding="latin1")
+        self.path = path
 
     def find_class(self, module, name):
-        if module.startswith("scipy.sparse.") and hasattr(sp, name):
-            return getattr(sp, name)
-        return super().find_class(module, name)
+        make = _ALLOWED.get((module, name))
+        if make is None:
+            raise PlanetoidError(f"{self.path}: refusing to load {module}.{name}: a Planetoid file holds only numpy "
+                                 "arrays, scipy CSR matrices, lists and a defaultdict (the file is not a Planetoid "
+                                 "file, or was tampered with)")
+        return make()
 
 
-def _unpickle(path: Path):
+def read_pickle(path: Path | str):
+    """One Planetoid `ind.*` file through `PlanetoidUnpickler`; any failure names the file."""
     with open(path, "rb") as fh:
         try:
-            return _PlanetoidUnpickler(fh, encoding="latin1").load()
+            return PlanetoidUnpickler(fh, path).load()
+        except PlanetoidError:
+            raise
         except Exception as e:
             raise PlanetoidError(f"{path} is not a Planetoid pickle ({type(e).__name__}: {e})") from e
 
@@ -178,7 +212,7 @@ def _dense_labels(y) -> np.ndarray:
 def load(graph: str = "cora", root=None, download: bool = True) -> Planetoid:
     """Kipf's `load_data(graph)`: features, labels, adjacency and the standard split."""
     folder = find_folder(graph, root, download)
-    obj = {p: _unpickle(folder / file_name(graph, p)) for p in PARTS}
+    obj = {p: read_pickle(folder / file_name(graph, p)) for p in PARTS}
     x, y, tx, ty, allx, ally, g = (obj[p] for p in PARTS)
     test_file = folder / file_name(graph, "test.index")
     test_idx_reorder = np.array([int(line) for line in test_file.read_text().split()], dtype=np.int64)

@@ -6,7 +6,6 @@ graph can also be downloaded from the Planetoid release with pooch (checked agai
 """
 from __future__ import annotations
 
-import pickle
 from pathlib import Path
 
 import numpy as np
@@ -45,9 +44,13 @@ def adjacency_from_edges(rows, cols, n: int | None = None) -> sp.csr_matrix:
 
 
 def load_planetoid_graph(path: Path | str) -> sp.csr_matrix:
-    """A Planetoid `ind.<name>.graph` file: a pickled dict node -> list of neighbours (Python 2 pickle)."""
-    with open(path, "rb") as f:
-        adj = pickle.load(f, encoding="latin1")
+    """A Planetoid `ind.<name>.graph` file: a pickled dict node -> list of neighbours (Python 2 pickle), read
+    through the Planetoid loader's restricted unpickler (it refuses any other class, naming the file)."""
+    from ..gist.planetoid import read_pickle
+
+    adj = read_pickle(path)
+    if not isinstance(adj, dict):
+        raise ValueError(f"{path}: a Planetoid graph file holds a dict of neighbour lists, not {type(adj).__name__}")
     n = max(max(adj), max((max(v) for v in adj.values() if len(v)), default=0)) + 1
     rows = np.concatenate([np.full(len(v), k, dtype=np.int64) for k, v in adj.items()])
     cols = np.concatenate([np.asarray(v, dtype=np.int64) for v in adj.values()])
