@@ -437,8 +437,10 @@ def check_personal(c: RunConfig, n_users: int, n_items: int) -> None:
 
 
 def _validate_encryption(c: RunConfig) -> None:
-    from .privacy.params import check_ckks  # pure Python: no TenSEAL import
+    from .privacy.params import MAX_PRIME_BITS, MIN_PRIME_BITS, check_ckks  # pure Python: no TenSEAL import
 
+    if not MIN_PRIME_BITS <= c.ckks_scale_bits <= MAX_PRIME_BITS:  # before the chain () = (60, scale, 60) uses it
+        fail("ckks_scale_bits", c.ckks_scale_bits, f"allowed range is {MIN_PRIME_BITS}..{MAX_PRIME_BITS}")
     bits = c.ckks_coeff_bits
     if not isinstance(bits, tuple) or not all(isinstance(b, int) and not isinstance(b, bool) for b in bits):
         fail("ckks_coeff_bits", bits, "expected a tuple of prime sizes in bits, e.g. (60, 50, 60), or () for "
