@@ -21,7 +21,7 @@ def check_finite(where: str, loss=None, tensors=(), lower: str = "lr") -> None:
     `where` names the point of the run ("round 12", "epoch 3"), `lower` what to change ("lr (now 100)")."""
     import torch
 
-    value = None if loss is None else float(loss)
+    value = None if loss is None else float(loss.detach() if hasattr(loss, "detach") else loss)
     bad_loss = value is not None and not math.isfinite(value)
     bad_weights = any(not bool(torch.isfinite(t).all()) for t in tensors)
     if bad_loss or bad_weights:

@@ -541,6 +541,7 @@ class FedTrainer:
             audit = bool(c.chain_every) and t % c.chain_every == 0
             rnd = split_forward_backward(self.model, fs, req, c.gamma, per_client=audit or record)
             gu, gemb, loss = rnd.user_grads, rnd.emb_grad, float(rnd.client_losses.mean())
+            check_finite(f"round {t + 1}", loss, lower=f"lr (now {c.lr:g})")  # before the chain encodes it
             union_size = len(rnd.union)
             if audit:  # the real chain: its sum replaces the direct one
                 total, _ = chain_sum(rnd.per_client, c, _torch_seed(c.seed, t, STREAM_CHAIN))
