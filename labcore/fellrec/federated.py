@@ -109,8 +109,9 @@ def local_train(model: GPTRec, params, x, y, cfg: FellrecConfig, gen: torch.Gene
                 reg = sum(((p - prox[names[id(p)]]) ** 2).sum() for p in params) * (prox_mu / 2)
                 reg.backward()
             opt.step()
-            check_finite("local training", loss, params, lower=f"lr (now {cfg.lr:g})")
+            check_finite("local training", loss, lower=f"lr (now {cfg.lr:g})")
             losses.append(float(loss))
+    check_finite("local training", tensors=params, lower=f"lr (now {cfg.lr:g})")  # before it is aggregated
     return float(np.mean(losses)) if losses else 0.0
 
 
