@@ -66,9 +66,10 @@ def invalid_values(t: type, rng: random.Random) -> list:
     common = [None, "x" * 5000, ["a"], {"a": 1}, b"\x00\xff"] + junk
     if t is float:
         return common + [float("inf"), float("-inf"), float("nan"), "inf", "-inf", "nan", "1e309", "-1e309",
-                         1e300, -1e300, "1e300", True, "", "1,5", 10**400]
+                         1e300, -1e300, "1e300", -1.0, "-0.5", True, "", "1,5", 10**400]
     if t is int:
-        return common + [1.5, "1.5", "1e3", "0x10", True, "", 2**64, -(2**64), str(2**64), "9" * 5000, "- 1"]
+        return common + [1.5, "1.5", "1e3", "0x10", True, "", 2**64, -(2**64), str(2**64), "9" * 5000, "- 1",
+                         -2]  # -1 is a valid target_item
     if t is bool:
         return common + ["maybe", 2, "2", 1.0, "", "yes please", 0.0]
     if t is str:
