@@ -84,11 +84,20 @@ def _print_card_result(card, res, quiet: bool) -> None:
 
 def cmd_figure(ns) -> int:
     from . import figures
+    from .scale.cli import check_backend
 
+    check_backend(ns.backend, ns.address)
+    if ns.html is not None and not ns.html.strip():
+        raise ValueError("--html='' is invalid: give a file (one card), a folder ('all' or a pattern), or 'none' "
+                         "for no plot")
     if ns.report:
         from .figures.report import markdown
 
-        print(markdown(prefix=ns.card if ns.card and ns.card != "all" else ""), end="")
+        prefix = ns.card if ns.card and ns.card != "all" else ""
+        if not any(c.id.startswith(prefix) for c in figures.list_cards()):
+            raise ValueError(f"--report {prefix!r}: no card id starts with {prefix!r}; `labcore figure --list` "
+                             "lists the card ids")
+        print(markdown(prefix=prefix), end="")
         return 0
     if ns.list or not ns.card:
         for c in figures.list_cards():

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from .fed.kernels.dispatch import SMALL_RANK, choose_kernel
 from .fed.memory import PERSONAL_LIMIT, table_bytes
 from .net.budget import exceeds
-from .privacy.params import check_ckks  # pure Python: no TenSEAL import
+from .privacy.params import MAX_PRIME_BITS, MIN_PRIME_BITS, check_ckks  # pure Python: no TenSEAL import
 from .typed_config import (ConfigError, TypedConfig, build, check_choices, check_ranges, check_types, coerce, fail,
                            hash_key)
 
@@ -291,6 +291,14 @@ _CHOICES = {
     "server_optimizer": SERVER_OPTIMIZERS, "straggler_policy": STRAGGLER_POLICIES, "attack": ATTACKS,
     "defense": DEFENSES, "personalization": PERSONALIZATIONS,
 }
+# Upper ends of the open-ended numbers: far beyond any run of the lab, low enough that a product of them (the
+# wall-clock model's seconds, a step of lr x gradient) stays a finite float.
+_AT_MOST = {
+    "lr": 1e4, "weight_decay": 1e4, "server_lr": 1e4, "server_tau": 1e3, "prox_mu": 1e4, "qffl_q": 100.0,
+    "qffl_lipschitz": 1e9, "attack_boost": 1e6, "clip_norm": 1e9, "dp_noise": 1e3, "ditto_lambda": 1e4,
+    "pfedme_lambda": 1e4, "perfedavg_alpha": 1e4, "bw_down": 1e9, "bw_up": 1e9, "r_comp": 1e9, "c_comp": 1e9,
+    "sec_per_sample": 1.0, "sec_per_value": 1.0,
+}
 
 
 
@@ -298,9 +306,7 @@ _CHOICES = {
 def _validate(c: RunConfig) -> None:
     check_types(c, _TYPES)
     check_choices(c, {**_CHOICES, "encryption": ENCRYPTIONS})
-    check_ranges(c, _RANGES, _POSITIVE, _NONNEGATIVE)
-    if c.up_bits == 1 or c.down_bits == 1:
-        pass  # 1 bit of level + 1 sign bit per value is a valid (ternary) quantizer
+    check_ranges(c, _RANGES, _POSITIVE, _NONNEGATIVE, _AT_MOST)
     if not 0 < c.secagg_threshold <= 1:
         fail("secagg_threshold", c.secagg_threshold, "allowed range is (0, 1]: the share of the sampled clients "
                                                       "that must upload (0.5 = a strict majority)")
@@ -424,6 +430,8 @@ def check_personal(c: RunConfig, n_users: int, n_items: int) -> None:
 
 
 def _validate_encryption(c: RunConfig) -> None:
+    if not MIN_PRIME_BITS <= c.ckks_scale_bits <= MAX_PRIME_BITS:  # before the chain () = (60, scale, 60) uses it
+        fail("ckks_scale_bits", c.ckks_scale_bits, f"allowed range is {MIN_PRIME_BITS}..{MAX_PRIME_BITS}")
     bits = c.ckks_coeff_bits
     if not isinstance(bits, tuple) or not all(isinstance(b, int) and not isinstance(b, bool) for b in bits):
         fail("ckks_coeff_bits", bits, "expected a tuple of prime sizes in bits, e.g. (60, 50, 60), or () for "
@@ -473,8 +481,10 @@ def _validate_tiers(tiers) -> None:
     if not isinstance(tiers, tuple):
         fail("bandwidth_tiers", tiers, "expected a tuple of (share, down_factor, up_factor)")
     for t in tiers:
-        if not (isinstance(t, tuple) and len(t) == 3 and all(isinstance(x, (int, float)) and x > 0 for x in t)):
-            fail("bandwidth_tiers", tiers, "each tier is (share > 0, down_factor > 0, up_factor > 0)")
+        if not (isinstance(t, tuple) and len(t) == 3
+                and all(isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x <= 1e6 for x in t)):
+            fail("bandwidth_tiers", tiers, "each tier is (share > 0, down_factor > 0, up_factor > 0), each at most "
+                                           "1e6, e.g. [[0.5, 1, 1], [0.5, 0.2, 0.2]]")
     if tiers and abs(sum(t[0] for t in tiers) - 1) > 1e-6:
         fail("bandwidth_tiers", tiers, "the shares must add up to 1")
 

@@ -201,8 +201,8 @@ def test_load_ncf_checks_negative_rows_against_test_rows(tmp_path):
 def test_load_ncf_draws_negatives_when_file_absent(tmp_path):
     rng = np.random.default_rng(5)
     rows = [f"{u}\t{i}\t1\t0" for u in range(6) for i in rng.choice(150, 30, replace=False)]
-    write(tmp_path / "toy.train.rating", "\n".join(rows))
-    write(tmp_path / "toy.test.rating", "\n".join(f"{u}\t{199 - u}\t1\t0" for u in range(6)))
+    write(tmp_path / "toy.train.rating", "\n".join(rows) + "\n")
+    write(tmp_path / "toy.test.rating", "".join(f"{u}\t{199 - u}\t1\t0\n" for u in range(6)))
     data = load_ncf(tmp_path / "toy", seed=3)
     check_split(data)
     assert data.test_negatives.shape == (6, 99)

@@ -8,9 +8,13 @@ def cmd_table2(ns) -> int:
     from ..net.wallclock import table2
 
     base = config_from_args(ns)
-    runs = [run(base.replace(method="fedmf"), progress=not ns.quiet)]
-    for r in [int(x) for x in ns.ranks.split(",")]:
-        runs.append(run(base.replace(method="colr", rank=r), progress=not ns.quiet))
+    try:
+        ranks = [int(x) for x in ns.ranks.split(",")]
+    except ValueError:
+        raise ValueError(f"--ranks={ns.ranks!r} is invalid: expected whole numbers separated by commas, e.g. 1,2,4") \
+            from None
+    cfgs = [base.replace(method="fedmf")] + [base.replace(method="colr", rank=r) for r in ranks]  # all valid first
+    runs = [run(c, progress=not ns.quiet) for c in cfgs]
     print(table2(runs).to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     return 0
 

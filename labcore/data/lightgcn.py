@@ -15,6 +15,7 @@ import numpy as np
 from .base import InteractionData
 from .errors import DatasetFormatError, DatasetNotFoundError
 from .split import N_NEGATIVES, random_holdout
+from .tabular import check_whole_lines
 
 LIGHTGCN_LINE = "'user item item ...' (integer ids separated by spaces; a line may hold only the user id)"
 _MAX_DIGITS = 18  # always fits int64
@@ -29,7 +30,9 @@ class InteractionLists(NamedTuple):
 def read_lightgcn_lists(path: str | Path) -> InteractionLists:
     """Pairs of one LightGCN list file, in file order (duplicates kept)."""
     path = Path(path)
-    lines = path.read_bytes().decode("latin-1").splitlines()
+    raw = path.read_bytes()
+    check_whole_lines(path, raw, LIGHTGCN_LINE)
+    lines = raw.decode("latin-1").splitlines()
     rows: list[list[str]] = []
     for line_no, line in enumerate(lines, start=1):
         tokens = line.split()

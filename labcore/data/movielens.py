@@ -1,11 +1,13 @@
 """Readers for the raw MovieLens rating files (ml-1m `ratings.dat`, ml-100k `u.data`)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
+from .errors import DatasetFormatError
 from .tabular import RowFormat, read_int_rows
 
 ML1M_RATINGS = RowFormat("UserID::MovieID::Rating::Timestamp", "::", 4)
@@ -27,8 +29,17 @@ def read_ml1m_ratings(path: str | Path) -> Ratings:
 
 
 def read_ml100k_ratings(path: str | Path) -> Ratings:
-    """`u.data` of ml-100k: tab-separated `user item rating timestamp`."""
-    return ratings_from_table(read_int_rows(path, ML100K_RATINGS))
+    """`u.data` of ml-100k: tab-separated `user item rating timestamp`; as many rows as `u.info` beside it
+    says, when it is there (a file cut after a line break has only whole lines)."""
+    table = read_int_rows(path, ML100K_RATINGS)
+    info = Path(path).with_name("u.info")
+    if info.is_file():
+        stated = re.search(r"^\s*(\d+)\s+ratings\s*$", info.read_text(encoding="latin-1"), re.MULTILINE)
+        if stated and int(stated.group(1)) != len(table):
+            raise DatasetFormatError(path, None, f"{int(stated.group(1)):,} ratings (as {info.name} beside it states)",
+                                     f"{len(table):,} rows: the file looks truncated or edited; copy or download "
+                                     "it again")
+    return ratings_from_table(table)
 
 
 def ratings_from_table(table: np.ndarray) -> Ratings:

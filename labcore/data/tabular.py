@@ -3,7 +3,14 @@
 The fast path hands the bytes to pandas' C parser. Whenever it complains, or
 its result looks wrong, the file is re-read line by line by a slow, strict
 reader: that one is the reference and produces the precise error message
-(file, line number, offending text, expected layout).
+(file, line number, offending text, expected layout). The fast path takes only
+files made of digits, separators and line breaks, because pandas also reads
+`1e3`, `1.0` and `+196` as integers where the strict reader refuses them.
+
+A file must end with a line break: a copy or download cut short ends in the
+middle of a line, and that line may still look valid (a timestamp cut to its
+first digits). A file cut exactly after a line break cannot be told from a
+shorter file by its format; loaders that know their row count check it.
 """
 from __future__ import annotations
 
@@ -18,6 +25,8 @@ from .errors import DatasetFormatError
 
 _PAIR = re.compile(r"\((\d+),(\d+)\)")
 _PAIR_BYTES = re.compile(rb"^[ \t]*\((\d+),(\d+)\)", re.MULTILINE)
+_FAST_BYTES = b"0123456789\t\r\n "  # what the fast path reads (plus the separator); anything else: strict reader
+_STRICT_LIMIT = 10**18  # the strict reader takes at most 18 digits
 _SEP_NAMES = {"\t": "tabs", "::": "'::'", " ": "spaces", ",": "commas"}
 
 
@@ -44,10 +53,21 @@ def read_int_rows(path: str | Path, fmt: RowFormat) -> np.ndarray:
     """All data lines of `path` as an int64 matrix (blank lines are skipped)."""
     path = Path(path)
     raw = path.read_bytes()
+    check_whole_lines(path, raw, fmt.describe())
     fast = _fast_parse(raw, fmt)
     if fast is not None:
         return fast
     return _strict_parse(path, raw.decode("latin-1"), fmt)
+
+
+def check_whole_lines(path: Path, raw: bytes, expected: str) -> None:
+    """Refuse a file whose last line has no line break after it (see the module's note)."""
+    last = raw.rpartition(b"\n")[2]
+    if last.strip():
+        raise DatasetFormatError(
+            path, raw.count(b"\n") + 1, expected,
+            last.decode("latin-1"), "the file ends in the middle of this line, without a line break: it looks "
+            "truncated; copy or download it again, or, if it is complete, add a line break at its end")
 
 
 def line_number_of_row(path: str | Path, row: int) -> int:
@@ -75,6 +95,8 @@ def _fast_parse(raw: bytes, fmt: RowFormat) -> np.ndarray | None:
 
     if fmt.sep != "\t" and b"\t" in raw:
         return None  # a tab would pass for a separator here
+    if raw.translate(None, _FAST_BYTES + fmt.sep.encode() + (b"()," if fmt.pair_head else b"")):
+        return None  # a sign, a decimal point, an exponent, ...: pandas would read them, the strict reader decides
     data, n_heads = raw, None
     if fmt.pair_head:
         data, n_heads = _PAIR_BYTES.subn(rb"\1\t\2", data)
@@ -88,7 +110,7 @@ def _fast_parse(raw: bytes, fmt: RowFormat) -> np.ndarray | None:
     expected_cols = None if fmt.n_fields is None else fmt.n_fields + int(fmt.pair_head)
     if values.shape[0] == 0 or (expected_cols is not None and values.shape[1] != expected_cols):
         return None
-    if (values < 0).any():
+    if (values < 0).any() or (values >= _STRICT_LIMIT).any():
         return None
     if n_heads is not None and n_heads != values.shape[0]:
         return None  # some row lacks its '(a,b)' head

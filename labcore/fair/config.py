@@ -124,11 +124,12 @@ def _validate(c: FairConfig) -> None:
     check_choices(c, {**_CHOICES, "dataset": DATASETS})
     if c.dataset not in TASK_DATASETS[c.task]:
         fail("dataset", c.dataset, f"task={c.task!r} runs on " + ", ".join(TASK_DATASETS[c.task]))
-    check_ranges(c, _RANGES, positive=("lr",), nonnegative=("weight_decay",))
+    check_ranges(c, _RANGES, positive=("lr",), nonnegative=("weight_decay",),
+                 at_most={"lr": 1e4, "weight_decay": 1e4})
     if not 0 < c.full_fraction <= 1:
         fail("full_fraction", c.full_fraction, "allowed range is (0, 1]")
-    if not c.dirichlet_alpha > 0:
-        fail("dirichlet_alpha", c.dirichlet_alpha, "must be > 0")
+    if not 0 < c.dirichlet_alpha <= 1e6:
+        fail("dirichlet_alpha", c.dirichlet_alpha, "allowed range is (0, 1e6]")
     ratios = parse_capacities(c.capacities)
     if c.assign == "random" and len(ratios) != 2:
         fail("capacities", c.capacities, 'assign="random" needs exactly two tiers, e.g. "1x-2x"')

@@ -55,6 +55,7 @@ from .baselines import device_memory, device_ratios, eligible_users, fedhm_rank,
 from .config import FairConfig, from_dict
 from .data import load
 from .hashing import PRIME, SubspaceFamily
+from ..diverged import check_finite
 from .model import MLPSpec, NeuMFSpec, bpr_loss, init_dense, init_mlp, l2_penalty, mlp_logits, mse_loss, \
     neumf_all_items, neumf_pair_scores, neumf_scores
 
@@ -219,6 +220,7 @@ class FairSimulation:
         self._aggregate(local, groups, weights)
         if self.P.shape[1]:
             self.P[torch.from_numpy(users)] = local.users().detach().clone()
+        check_finite(f"round {t + 1}", loss, [*self.theta, self.P], lower=f"lr (now {cfg.lr:g})")
         row = {"round": t, "loss": loss, "bytes_up": int(up.sum()), "bytes_down": int(down.sum()),
                "bytes_up_client_max": int(up.max()), "clients": int(users.size),
                "clients_1x": int((ratios == 1).sum()), "local_steps": int(local.plan[0].shape[0]),

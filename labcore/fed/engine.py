@@ -237,8 +237,7 @@ def check_fits(cfg: RunConfig, data: InteractionData, layout: str = "rows") -> N
     check_memory(cfg, data, layout)
 
 
-class DivergedError(FloatingPointError):
-    """A run's loss or item table stopped being finite (its step sizes are too large)."""
+from ..diverged import DivergedError  # noqa: E402  (the lab's one divergence error; importers find it here too)
 
 
 def _prox_trainers():

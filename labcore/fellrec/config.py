@@ -98,7 +98,9 @@ def _validate(c: FellrecConfig) -> None:
     check_choices(c, {"dataset": DATASETS, "item_text": ITEM_TEXTS, "method": METHODS, "split": SPLITS,
                       "tune": TUNES})
     check_ranges(c, _RANGES, positive=("lr", "pretrain_lr", "lora_alpha", "alpha", "beta", "dirichlet_c"),
-                 nonnegative=("prox_mu", "ditto_lambda"))
+                 nonnegative=("prox_mu", "ditto_lambda"),
+                 at_most={"lr": 1e4, "pretrain_lr": 1e4, "lora_alpha": 1e6, "alpha": 1e6, "beta": 1e6,
+                          "dirichlet_c": 1e6, "prox_mu": 1e4, "ditto_lambda": 1e4})
     if not 0 < c.foundation_share < 1:
         fail("foundation_share", c.foundation_share, "allowed range is (0, 1): some users pre-train, the rest are clients")
     if c.n_embd % c.n_head:

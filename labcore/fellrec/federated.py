@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..diverged import check_finite
 from ..fed.engine import default_cache_dir, use_threads
 from ..net.message import array_part, serialize_part
 from .aggregate import fedavg, fellrec_aggregate
@@ -73,6 +74,7 @@ def foundation(cfg: FellrecConfig, data: SeqData | None = None) -> GPTRec:
             _, loss = model(x[b], y[b])
             loss.backward()
             opt.step()
+            check_finite("pre-training", loss, lower=f"pretrain_lr (now {cfg.pretrain_lr:g})")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     torch.save(model.state_dict(), tmp)
@@ -107,7 +109,9 @@ def local_train(model: GPTRec, params, x, y, cfg: FellrecConfig, gen: torch.Gene
                 reg = sum(((p - prox[names[id(p)]]) ** 2).sum() for p in params) * (prox_mu / 2)
                 reg.backward()
             opt.step()
+            check_finite("local training", loss, lower=f"lr (now {cfg.lr:g})")
             losses.append(float(loss))
+    check_finite("local training", tensors=params, lower=f"lr (now {cfg.lr:g})")  # before it is aggregated
     return float(np.mean(losses)) if losses else 0.0
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import typing
 from dataclasses import dataclass, fields
 
+from ..config import DATASETS as CORE_DATASETS
+from ..config import SYNTHETIC_SIZES
 from ..typed_config import ConfigError, TypedConfig, build, check_choices, check_ranges, check_types, fail, hash_key
 
 TASKS = ("synthetic", "digits", "quadratic", "mnist", "femnist", "mf")
@@ -24,6 +26,9 @@ STRAGGLER_POLICIES = ("auto", "drop", "keep")  # auto: FedAvg drops stragglers, 
 ATTACKS = ("none", "replacement", "dba")
 DEFENSES = ("none", "median", "trimmed", "krum", "clip")
 CLASSIFICATION = ("synthetic", "digits", "mnist", "femnist")
+CLASSES = {"synthetic": 10, "digits": 10, "mnist": 10, "femnist": 62}  # labels 0..n-1 of each task's data (tasks.py)
+# task mf: the core's synthetic sizes and data sets (labcore.config)
+MF_DATASETS = tuple(f"synthetic-{s}" for s in SYNTHETIC_SIZES) + tuple(d for d in CORE_DATASETS if d != "synthetic")
 
 
 @dataclass(frozen=True)
@@ -117,6 +122,9 @@ _RANGES = {
     "server_momentum": (0.0, 0.999999), "beta1": (0.0, 0.999999), "beta2": (0.0, 0.999999), "apfl_alpha": (0.0, 1.0),
     "pfedme_beta": (0.0, 1.0), "mf_dim": (1, 1024), "mf_negatives": (0, 100),
 }
+_AT_MOST = {"dirichlet_alpha": 1e6, "lr": 1e4, "server_lr": 1e4, "tau": 1e3, "personal_lr": 1e4, "clip_norm": 1e9,
+            "mu": 1e4, "q": 100.0, "lam": 1e4, "boost": 1e6, "dp_noise": 1e3, "synthetic_alpha": 1e3,
+            "synthetic_beta": 1e3, "quad_hetero": 1e6}
 _CHOICES = {"task": TASKS, "split": SPLITS, "model": MODELS, "algorithm": ALGORITHMS, "weighting": WEIGHTINGS,
             "straggler_policy": STRAGGLER_POLICIES, "attack": ATTACKS, "defense": DEFENSES}
 
@@ -126,7 +134,12 @@ def _validate(c: FLConfig) -> None:
     check_choices(c, _CHOICES)
     check_ranges(c, _RANGES, positive=("dirichlet_alpha", "lr", "server_lr", "tau", "personal_lr", "clip_norm"),
                  nonnegative=("mu", "q", "lam", "boost", "dp_noise", "synthetic_alpha", "synthetic_beta",
-                              "quad_hetero"))
+                              "quad_hetero"), at_most=_AT_MOST)
+    if c.task in CLASSES and c.target_label >= CLASSES[c.task]:
+        fail("target_label", c.target_label, f"allowed range is 0..{CLASSES[c.task] - 1}: task={c.task!r} has "
+                                             f"{CLASSES[c.task]} classes")
+    if c.mf_dataset not in MF_DATASETS:
+        fail("mf_dataset", c.mf_dataset, "allowed values are " + ", ".join(MF_DATASETS))
     if c.clients_per_round > c.n_clients and c.task != "mf":  # mf: checked against the dataset's users
         fail("clients_per_round", c.clients_per_round, f"at most n_clients ({c.n_clients})")
     if c.attackers > c.n_clients:

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..diverged import check_finite
 from ..methods.base import Wire
 from ..net.ledger import Ledger
 from . import defenses
@@ -220,6 +221,7 @@ class Simulation:
         losses = self.problem.client_train_loss(w).double()
         sizes = self.sizes.double()
         row["train_loss"] = float((losses * sizes).sum() / sizes.sum())
+        check_finite(f"round {self.round}", row["train_loss"], [w], lower=f"lr (now {cfg.lr:g}) or server_lr")
         if cfg.task == "quadratic":
             row["distance"] = self.problem.distance(w)
             return row

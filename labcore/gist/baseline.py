@@ -7,6 +7,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from ..diverged import check_finite
 from .config import KipfConfig
 from .graph import sparse_features, tensors
 from .model import dropout_mask, evaluate, forward, init_params, seeded
@@ -33,6 +34,7 @@ def train_gcn(cfg: KipfConfig) -> tuple[pd.DataFrame, dict[str, torch.Tensor]]:
         loss = F.cross_entropy(logits[g.train], g.y[g.train])
         loss.backward()
         opt.step()
+        check_finite(f"epoch {e + 1}", loss, list(p.values()), lower=f"lr (now {cfg.lr:g})")
         rows.append({"epoch": e + 1, "train_loss": loss.item(), **evaluate(p, g, False),
                      "seconds": time.perf_counter() - t0})
     return pd.DataFrame(rows), {n: t.detach() for n, t in p.items()}

@@ -84,6 +84,7 @@ class GistConfig(TypedConfig):
                 f"hidden={self.hidden}, {ln}{scale}, lr={self.lr:g}, {self.epochs} epochs, seed {self.seed}")
 
 
+_AT_MOST = {"lr": 1e4, "weight_decay": 1e4}
 _RANGES = {"subnets": (1, 4096), "local": (1, 10_000), "hidden": (1, 4096), "epochs": (1, 100_000),
            "seed": (0, 2**31 - 1)}
 
@@ -91,7 +92,7 @@ _RANGES = {"subnets": (1, 4096), "local": (1, 10_000), "hidden": (1, 4096), "epo
 def _validate(c: GistConfig) -> None:
     check_types(c, typing.get_type_hints(GistConfig))
     check_choices(c, {"graph": GRAPHS, "split": SPLITS, "variant": VARIANTS})
-    check_ranges(c, _RANGES, positive=("lr",), nonnegative=("weight_decay",))
+    check_ranges(c, _RANGES, positive=("lr",), nonnegative=("weight_decay",), at_most=_AT_MOST)
     if not 0 <= c.dropout < 1:
         fail("dropout", c.dropout, "allowed range is 0 <= dropout < 1")
     if c.local > c.epochs:
@@ -127,7 +128,7 @@ class KipfConfig(TypedConfig):
         check_types(self, typing.get_type_hints(KipfConfig))
         check_choices(self, {"graph": GRAPHS})
         check_ranges(self, {"hidden": (1, 4096), "epochs": (1, 100_000), "seed": (0, 2**31 - 1)},
-                     positive=("lr",), nonnegative=("weight_decay",))
+                     positive=("lr",), nonnegative=("weight_decay",), at_most=_AT_MOST)
         if not 0 <= self.dropout < 1:
             fail("dropout", self.dropout, "allowed range is 0 <= dropout < 1")
 

@@ -15,6 +15,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from ..diverged import check_finite
 from ..net.ledger import Ledger
 from ..net.message import Message
 from .model import PARAMS, dropout_mask, evaluate, forward, seeded
@@ -49,6 +50,7 @@ def train_subnet(cfg, g, blocks: dict[str, torch.Tensor], part: Partition, i: in
         loss = F.cross_entropy(logits[g.train], g.y[g.train])
         loss.backward()
         opt.step()
+        check_finite(f"epoch {e + 1}, subnet {i}", loss, list(p.values()), lower=f"lr (now {cfg.lr:g})")
         losses.append(loss.item())
     return {n: p[n].detach() for n in PARAMS}, losses
 

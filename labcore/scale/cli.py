@@ -7,6 +7,41 @@ import sys
 from pathlib import Path
 
 BACKENDS = ("processes", "ray")
+CONNECT_TIMEOUT_S = 5.0  # a Ray head that does not accept a TCP connection in this time is reported unreachable
+TLS_CAVEAT = ("--insecure sends every update in the clear: use it on a closed network only; anywhere else use TLS "
+              "(drop --insecure, pass certificates; docs/scale-out.md)")
+
+
+def check_backend(backend: str, address: str | None) -> None:
+    """`--address` only with `--backend ray`, and a `host:port` address that accepts a connection within
+    CONNECT_TIMEOUT_S (ray.init would otherwise wait minutes without a word)."""
+    if address is None:
+        return
+    if backend != "ray":
+        raise ValueError(f"--address={address!r} is invalid without --backend ray: it names a Ray cluster "
+                         f"(--backend is {backend!r})")
+    if address in ("auto", "local"):
+        return  # Ray finds (or refuses) the cluster of this machine itself
+    host, port = _host_port(address)
+    import socket
+
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError as e:
+        raise ValueError(f"--address={address!r}: no Ray cluster answers at {host}:{port} within "
+                         f"{CONNECT_TIMEOUT_S:g} s ({e.strerror or e}); start one (`ray start --head`) or check the "
+                         "address (auto, host:6379 or ray://host:10001)") from None
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    rest = address.removeprefix("ray://")
+    host, sep, port = rest.rpartition(":")
+    host = host.strip("[]")  # [::1]:6379
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(f"--address={address!r} is invalid: expected auto, host:port (1..65535) or "
+                         "ray://host:port")
+    return host, int(port)
 
 
 def add_commands(sub, add_config_options, config_from_args) -> None:
@@ -57,6 +92,9 @@ def cmd_sweep(ns, config_from_args) -> int:
     from ..figures.runs import train_parallel, train_ray
 
     config_from_args(ns)  # the base options alone must make a valid config
+    check_backend(ns.backend, ns.address)
+    if ns.jobs < 1:
+        raise ValueError(f"--jobs={ns.jobs} is invalid: allowed values are whole numbers >= 1")
     given = {k: getattr(ns, k) for k in RunConfig.__dataclass_fields__ if getattr(ns, k, None) is not None}
     cfgs = grid_configs(given, ns.grid)
     if ns.backend == "ray":
@@ -91,7 +129,8 @@ def cmd_flower(ns, config_from_args) -> int:
               "--run-config 'nodes=<n> config=\"<RunConfig as JSON>\" out=\"<folder>\"' --stream\n"
               "CKKS:     add keys=\"<folder>\" to --run-config, the folder holding secret.ctx on every node and "
               "public.ctx on the server (labcore.scale.encrypted.write_keys)\n"
-              "(docs/scale-out.md: the connection in $FLWR_HOME/config.toml, one labcore install per machine)")
+              "(docs/scale-out.md: the connection in $FLWR_HOME/config.toml, one labcore install per machine)\n"
+              f"TLS:      {TLS_CAVEAT}")
         return 0
     from .federation import check_supported
 

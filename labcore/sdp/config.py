@@ -45,8 +45,11 @@ class SdpConfig(TypedConfig):
         check_types(self, {f.name: types[f.name] for f in fields(self)})
         check_choices(self, {"graph": GRAPHS, "method": METHODS, "rule": RULES})
         check_ranges(self, {"n": (2, 20000), "k": (0, 20000), "momentum": (0.0, 0.99), "max_iters": (1, 10**6),
-                            "cert_every": (0, 10**6), "alm_every": (0, 10**6)},
-                     positive=("avg_degree", "tol", "time_limit"), nonnegative=("noise", "penalty"))
+                            "cert_every": (0, 10**6), "alm_every": (0, 10**6), "seed": (0, 2**63 - 1),
+                            "graph_seed": (0, 2**63 - 1)},
+                     positive=("avg_degree", "tol", "time_limit"), nonnegative=("noise", "penalty"),
+                     at_most={"avg_degree": 20000.0, "tol": 1.0, "time_limit": 86400.0, "noise": 1e6,
+                              "penalty": 1e12})
         if self.graph == "random" and self.avg_degree > self.n - 1:
             fail("avg_degree", self.avg_degree, f"at most n - 1 = {self.n - 1} for a random graph of {self.n} nodes")
         if self.method == "mixing++" and self.rule == "greedy":

@@ -98,12 +98,14 @@ _RANGES = {
 }
 _UNIT = ("rho", "lr_decay", "dropout", "beta1", "beta2")  # in [0, 1)
 _POSITIVE = ("lr", "tau", "init_std", "gamma", "private_lr")
+# init_std beyond ~10 saturates the towers' tanh at the first step; the others far beyond any run of the paper
+_AT_MOST = {"lr": 1e4, "tau": 1.0, "init_std": 10.0, "gamma": 1e4, "private_lr": 1e4}
 
 
 def _validate(c: STTConfig) -> None:
     check_types(c, _TYPES)
     check_choices(c, _CHOICES)
-    check_ranges(c, _RANGES, positive=_POSITIVE)
+    check_ranges(c, _RANGES, positive=_POSITIVE, at_most=_AT_MOST)
     for name in _UNIT:
         if not 0 <= getattr(c, name) < 1:
             fail(name, getattr(c, name), "allowed range is [0, 1)")

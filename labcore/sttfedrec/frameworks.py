@@ -64,6 +64,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..diverged import check_finite
 from ..fed.sampling import SETUP, NegativeSampler, round_rng, sample_clients
 from ..net.ledger import Ledger
 from ..net.message import Part, array_part, bytes_part, serialize_part
@@ -540,6 +541,7 @@ class FedTrainer:
             audit = bool(c.chain_every) and t % c.chain_every == 0
             rnd = split_forward_backward(self.model, fs, req, c.gamma, per_client=audit or record)
             gu, gemb, loss = rnd.user_grads, rnd.emb_grad, float(rnd.client_losses.mean())
+            check_finite(f"round {t + 1}", loss, lower=f"lr (now {c.lr:g})")  # before the chain encodes it
             union_size = len(rnd.union)
             if audit:  # the real chain: its sum replaces the direct one
                 total, _ = chain_sum(rnd.per_client, c, _torch_seed(c.seed, t, STREAM_CHAIN))
@@ -560,6 +562,7 @@ class FedTrainer:
         lr = self.lr(t)
         self.opt_u.step(gu, lr)
         self.opt_v.step(gv, lr)
+        check_finite(f"round {t + 1}", loss, list(self.model.parameters()), lower=f"lr (now {c.lr:g})")
         row = {"round": t, "loss": loss, "lr": lr, "sec": time.perf_counter() - t0, "union": union_size,
                "chain_max_diff": chain_diff}
         if (t + 1) % c.eval_every == 0 and t + 1 < c.rounds:
@@ -672,6 +675,7 @@ def train_centralized(cfg: STTConfig, bundle: Bundle, progress: bool = False,
             opt.zero_grad()
             loss.backward()
             opt.step()
+            check_finite(f"step {step + 1}", loss, list(model.parameters()), lower=f"lr (now {cfg.lr:g})")
             row = {"round": step, "loss": loss.item(), "lr": opt.param_groups[0]["lr"],
                    "sec": time.perf_counter() - t0, "union": len(union)}
             if (step + 1) % cfg.eval_every == 0:
