@@ -274,32 +274,4 @@ def test_a_run_whose_last_viewer_left_is_cancelled(monkeypatch, tmp_path):
     assert job.done and job.stopped and job.round < cfg.rounds
 
 
-CHROMIUM = "/usr/bin/chromium"
-
-
-@pytest.mark.skipif(not __import__("os").path.exists(CHROMIUM), reason="needs Chromium at /usr/bin/chromium")
-def test_the_crafted_explorer_link_in_a_real_browser_is_refused_and_bounded(tmp_path):
-    """`streamlit run app.py` and Chromium: the Explorer link of the issue shows the ignored field and the budget's
-    message, and no run starts."""
-    from playwright.sync_api import sync_playwright
-
-    from labcore.app.server import serve
-
-    link = "/?num_negatives=1000&local_epochs=10&clients_per_round=50&synthetic_size=ml1m&rounds=1000"
-    with serve(cache_dir=tmp_path) as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync"])
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1400})
-            page.set_default_timeout(180_000)
-            page.goto(url + link)
-            page.wait_for_function("() => document.body.innerText.includes('work budget')", polling=250)
-            text = page.inner_text("body")
-            assert "num_negatives" in text and "times the budget" in text
-            assert page.locator("[data-testid=stProgress]").count() == 0  # no run
-            assert page.locator("[data-testid=stException]").count() == 0
-            assert "num_negatives" not in page.url  # the view's link no longer carries it
-        finally:
-            browser.close()
-    assert not list(tmp_path.glob("*/checkpoint.pt")) and not list(tmp_path.glob("*/result.json"))
+# The real-browser check of the crafted Explorer link is in tests/test_browser.py (it shares that file's server).
