@@ -98,7 +98,7 @@ def measure(browser, link: str, window: float, after: float) -> dict:
         peak = _sample(proc.pid, after, peak)
         return {"link": link, "rss_before_gb": rss0 / 2**30, "rss_peak_gb": peak / 2**30, "cpu_open_s": cpu_open,
                 "cpu_after_close_s": _cpu_s(proc.pid) - cpu1, "window_s": time.monotonic() - t0 - after,
-                "alerts": warnings, "budget": "work budget" in text}
+                "alerts": warnings, "budget": "work budget" in text or any("work budget" in w for w in warnings)}
     finally:
         proc.terminate()
         try:
