@@ -22,16 +22,25 @@ def page_path(name: str) -> str:
     return str(page_file(name).relative_to(ROOT))
 
 
+def tiny(page: str | None = None) -> dict:
+    """TINY with only the fields the page has controls for (a link sets nothing else: the hosted mode)."""
+    from labcore.app.state import PAGES
+
+    spec = PAGES.get(page or "explorer")
+    return dict(TINY) if spec is None else {k: v for k, v in TINY.items() if spec.accepts(k)}
+
+
 def app(query: dict | None = None, page: str | None = None) -> AppTest:
+    query = tiny(page) if query is None else query
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.query_params.update(TINY if query is None else query)
+    at.query_params.update(query)
     if page:  # opened directly, as a link to /<page> would
         from labcore.app.pages import CORE_PAGES
 
         if page not in CORE_PAGES:  # AppTest finds a page named page.py by its path only once st.navigation ran
             at.run()
             at.query_params.clear()  # the Explorer's run rewrote the link; open the page with the one asked for
-            at.query_params.update(TINY if query is None else query)
+            at.query_params.update(query)
         at.switch_page(page_path(page))
     at.run()
     assert not at.exception, at.exception
@@ -256,10 +265,12 @@ def test_encryption_cost_explorer_answers_and_reacts_to_degree_and_rank():
     assert at.query_params["ckks_degree"] == "16384"
 
 
-def test_the_encryption_attack_warns_on_settings_carried_in_that_rule_its_runs_out():
-    # q-FFL set on the Explorer, then this page with its per-item mean: the attack's runs cannot start
-    at = app({"dim": "8", "clients_per_round": "10", "method": "fedmf", "qffl_q": "1"}, page="encryption")
-    assert any("qffl_q=1" in w.value and "aggregation='item_mean'" in w.value for w in at.warning)
+def test_the_encryption_page_ignores_settings_of_other_pages_by_name():
+    # q-FFL is an Explorer knob: a link cannot carry it into the attack's runs here (the hosted mode)
+    at = app({"dim": "8", "clients_per_round": "10", "method": "fedmf", "qffl_q": "1", "encryption": "none"},
+             page="encryption")
+    assert [w.value for w in at.warning if "qffl_q" in w.value] and "qffl_q" not in at.query_params
+    assert at.dataframe[-1].value["encryption"].tolist()[0] == "none"  # the attack ran without it
 
 
 def test_encryption_attack_leaks_in_clear_and_not_under_ckks():

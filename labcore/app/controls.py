@@ -206,6 +206,7 @@ def sidebar(spec: PageSpec, vs: ViewState, slots: tuple[str, ...] = ()) -> RunCo
     # a control hidden by show_if may have a neutral value (data skew on a real dataset); its own value is kept
     applied = {**values, **{c.field: c.hidden_value for c in spec.controls
                             if c.hidden_value is not None and not c.visible(values)}}
+    applied.update(spec.derived({**vs.cfg.to_dict(), **applied}))  # fields the page sets (Paillier's aggregation)
     try:
         return vs.cfg.replace(**applied)
     except ConfigError as e:

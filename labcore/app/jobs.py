@@ -18,6 +18,9 @@ until its heartbeat expired ("2 sessions watching" after one refresh, 3 after tw
 installed (`watch_sessions`, done by app.py with Streamlit's own list of connected sessions) a watcher whose
 session has been gone for `GONE_S` is dropped at once.
 
+A `Task` is the same for work that is not a stored run (the Encryption page's curious-server attack): it
+waits for a training slot like a run, checks `should_stop` between its rounds and is kept in memory.
+
 Finished runs are saved in the core's on-disk cache (`<cache>/<cfg.key()>/`,
 the layout `labcore.run` reads and writes), so the CLI, the notebooks and the
 app share results both ways. This module does not import Streamlit.
@@ -68,27 +71,26 @@ def stored(cfg: RunConfig, cache_dir: Path | str | None = None) -> Result | None
     return read_stored(result_folder(cfg, cache_dir), Result.load)
 
 
-class Job:
-    def __init__(self, cfg: RunConfig, data: InteractionData, folder: Path,
-                 slots: threading.Semaphore | None = None):
-        self.cfg, self.data, self.folder = cfg, data, folder
+class Watched:
+    """Work in a background thread that runs while some session watches it (a run, the Encryption page's attack).
+
+    Sessions attach, touch (their heartbeat) and release; when none is left (released, heartbeat expired, or
+    session gone by the `watch_sessions` check) `should_stop()` turns true and the work stops at its next check.
+    """
+
+    def __init__(self, name: str, slots: threading.Semaphore | None = None):
         self._slots = slots
         self.queued = slots is not None  # waiting for a training slot
-        self.elsewhere = False  # waiting for another process that trains the same config into the same cache
         self._lock = threading.Condition()
         self.version = 0  # bumped at every publish
-        self.snapshot: Result | None = None
-        self.round = 0
         self.done = False
         self.error: str | None = None
-        self.resumed_from = 0
         self._watchers: dict[str, float] = {}
         self._gone_since: dict[str, float] = {}  # watchers whose session is disconnected, since when
         self._stop_at: float | None = None
         self.created = time.monotonic()
-        self.first_round_s: float | None = None  # time from start to the first trained round
         self.elapsed_s: float | None = None
-        self._thread = threading.Thread(target=self._main, daemon=True, name=f"labcore-run-{cfg.key()}")
+        self._thread = threading.Thread(target=self._main, daemon=True, name=name)
 
     # --- watchers -----------------------------------------------------------
     def attach(self, session: str) -> None:
@@ -153,22 +155,9 @@ class Job:
                 self._lock.wait(timeout)
             return self.version
 
-    # --- the run ------------------------------------------------------------
-    def start(self) -> "Job":
+    def start(self):
         self._thread.start()
         return self
-
-    def _publish(self, res: Result | None, done: bool = False, error: str | None = None) -> None:
-        with self._lock:
-            if res is not None:
-                self.snapshot = res
-                self.round = len(res.table)
-            self.version += 1
-            if done:
-                self.done = True
-                self.error = error
-                self.elapsed_s = time.monotonic() - self.created
-            self._lock.notify_all()
 
     def _main(self) -> None:
         if self._slots is not None:
@@ -179,10 +168,50 @@ class Job:
                     return
         self.queued = False
         try:
-            self._train()
+            self._work()
         finally:
             if self._slots is not None:
                 self._slots.release()
+
+    def _publish(self, res, done: bool = False, error: str | None = None) -> None:
+        """Hand a (partial) result to the watchers; `done` ends the work (with `error` if it failed)."""
+        with self._lock:
+            if res is not None:
+                self._keep(res)
+            self.version += 1
+            if done:
+                self.done = True
+                self.error = error
+                self.elapsed_s = time.monotonic() - self.created
+            self._lock.notify_all()
+
+    def _keep(self, res) -> None:
+        raise NotImplementedError
+
+    def _work(self) -> None:
+        raise NotImplementedError
+
+
+class Job(Watched):
+    """One configuration trained round by round (the on-disk cache's layout), shared by the sessions that ask."""
+
+    def __init__(self, cfg: RunConfig, data: InteractionData, folder: Path,
+                 slots: threading.Semaphore | None = None):
+        super().__init__(f"labcore-run-{cfg.key()}", slots)
+        self.cfg, self.data, self.folder = cfg, data, folder
+        self.elsewhere = False  # waiting for another process that trains the same config into the same cache
+        self.snapshot: Result | None = None
+        self.round = 0
+        self.resumed_from = 0
+        self.first_round_s: float | None = None  # time from start to the first trained round
+
+    # --- the run ------------------------------------------------------------
+    def _keep(self, res: Result) -> None:
+        self.snapshot = res
+        self.round = len(res.table)
+
+    def _work(self) -> None:
+        self._train()
 
     def _train(self) -> None:
         try:
@@ -229,12 +258,48 @@ class Job:
         return self.done and self.snapshot is not None and self.snapshot.complete
 
 
+class Stopped(Exception):
+    """Raised inside a task's function when nobody watches it any more (its `should_stop` turned true)."""
+
+
+class Task(Watched):
+    """A bounded piece of work that is not a stored run (the Encryption page's curious-server attack): `fn(should_stop)`
+    runs in a training slot and returns the result; it checks `should_stop()` between its steps (rounds) and
+    returns None or raises `Stopped` when it is true. Shared by the sessions asking for the same key."""
+
+    def __init__(self, key: str, fn: Callable[[Callable[[], bool]], object],
+                 slots: threading.Semaphore | None = None):
+        super().__init__(f"labcore-task-{key}", slots)
+        self.key, self._fn = key, fn
+        self.result = None
+
+    def _keep(self, res) -> None:
+        self.result = res
+
+    def _work(self) -> None:
+        try:
+            res, error = self._fn(self.should_stop), None
+        except Stopped:
+            res, error = None, None
+        except Exception as e:  # shown to the watchers; the next request retries
+            res, error = None, f"{type(e).__name__}: {e}"
+        self._publish(res, done=True, error=error)
+
+    @property
+    def stopped(self) -> bool:
+        return self.done and self.error is None and self.result is None
+
+    @property
+    def complete(self) -> bool:
+        return self.done and self.result is not None
+
+
 class JobHub:
     """One per server process: configuration key -> the job training it."""
 
     def __init__(self, max_running: int = MAX_RUNNING, keep: int = 64, training: int = TRAINING_SLOTS):
         self._lock = threading.Lock()
-        self._jobs: dict[tuple[str, str], Job] = {}
+        self._jobs: dict[tuple[str, str], Watched] = {}
         self.max_running, self.keep = max_running, keep
         self._slots = threading.Semaphore(training) if training > 0 else None
 
@@ -261,6 +326,25 @@ class JobHub:
             self._jobs[key] = job
             self._prune()
         return job.start()
+
+    def task(self, key: str, fn: Callable[[Callable[[], bool]], object], session: str) -> Task:
+        """The task under `key` (running or finished), started with `fn` if needed, with `session` watching it.
+
+        Tasks share the training slots and the bound on running work with the runs."""
+        with self._lock:
+            task = self._jobs.get(("task", key))
+            if task is not None and (not task.done or task.complete):
+                task.attach(session)
+                return task
+            running = sum(not j.done for j in self._jobs.values())
+            if running >= self.max_running:
+                raise Busy(f"{running} runs are training on this server right now (limit {self.max_running}); "
+                           "try again in a moment")
+            task = Task(key, fn, self._slots)
+            task.attach(session)
+            self._jobs[("task", key)] = task
+            self._prune()
+        return task.start()
 
     def running(self) -> int:
         with self._lock:

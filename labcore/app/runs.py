@@ -28,7 +28,7 @@ from ..data.base import InteractionData
 from ..fed.engine import check_fits, default_cache_dir
 from ..net.wallclock import recompute, training_config
 from ..results import Result
-from . import jobs
+from . import budget, jobs
 
 STATUS_S = 0.75  # with a browser: progress and numbers are redrawn this often while runs train ...
 CHART_S = 2.0  # ... and charts this often, when few sessions watch
@@ -290,6 +290,11 @@ def follow(page: str, cfgs: Sequence[RunConfig], status: Draw, charts: Draw, *, 
     `stopped`: keys of configs this session stopped; they are shown as they stand and not resumed.
     """
     sid = session_id()
+    refused = over_budget(cfgs, stopped)
+    if refused:
+        _release_others(page, [], sid)
+        st.warning(refused, icon=":material/speed:")
+        return
     views, followed = _attach(cfgs, stopped, sid)
     _release_others(page, followed, sid)
     live = [j for j in followed if j is not None and not j.done]
@@ -300,6 +305,31 @@ def follow(page: str, cfgs: Sequence[RunConfig], status: Draw, charts: Draw, *, 
         _fragments(page, cfgs, views, followed, status, charts, sid)
     else:
         _loop(page, cfgs, views, followed, lambda v, f, k: (status(v, f, k), charts(v, f, k)), sid)
+
+
+def to_train(cfgs: Sequence[RunConfig], stopped: Sequence[str] = ()) -> list[RunConfig]:
+    """The configs a request would start training: not finished, not stopped by this session, not training already
+    (a run another session started costs this request nothing)."""
+    out = []
+    for cfg in cfgs:
+        if train_key(cfg) in stopped or finished(cfg) is not None:
+            continue
+        job = hub().get(training_config(cfg), default_cache_dir())
+        if job is not None and not job.done:
+            continue
+        out.append(training_config(cfg))
+    return list({c.key(): c for c in out}.values())
+
+
+def over_budget(cfgs: Sequence[RunConfig], stopped: Sequence[str] = ()) -> str | None:
+    """The work budget's message if the runs `cfgs` still need exceed it (`budget.over`), else None."""
+    costs = []
+    for cfg in to_train(cfgs, stopped):
+        try:
+            costs.append(budget.cost(cfg, dataset(cfg)))
+        except Exception:  # a dataset that cannot be read: the page reports it when it tries to train
+            continue
+    return budget.over(costs, at_once=max(1, jobs.TRAINING_SLOTS))
 
 
 def live_intervals(sessions: int) -> tuple[float, float]:
@@ -380,8 +410,50 @@ def ckks_costs(n_values: int, degree: int, coeff_bits: tuple, scale_bits: int) -
     return costs(n_values, CkksParams(degree, coeff_bits, scale_bits))
 
 
-@st.cache_data(show_spinner="Attacking the uploads...", max_entries=64)
-def curious_server(cfg: RunConfig, rounds: int, real_clients: int | None) -> dict:
+def curious_server(cfgs: Sequence[RunConfig], rounds: int, real_clients: int | None) -> jobs.Task:
+    """The curious-server attack on `rounds` rounds of each config (in order), as a background task of the hub:
+    shared by the sessions asking for it, queued for a training slot, stopped between rounds when nobody watches.
+    Its result is the list of `labcore.privacy.server_attack.curious_server` outputs."""
     from ..privacy.server_attack import curious_server as attack
 
-    return attack(cfg, rounds=rounds, data=dataset(cfg), real_clients=real_clients)
+    data = [dataset(c) for c in cfgs]
+
+    def work(should_stop):
+        out = []
+        for c, d in zip(cfgs, data):
+            r = attack(c, rounds=rounds, data=d, real_clients=real_clients if c.encryption != "none" else None,
+                       should_stop=should_stop)
+            if r is None:
+                raise jobs.Stopped
+            out.append(r)
+        return out
+
+    key = f"attack:{rounds}:{real_clients}:" + ",".join(c.key() for c in cfgs)
+    return hub().task(key, work, session_id())
+
+
+def task_done(page: str, task: jobs.Task, waiting: str) -> bool:
+    """Whether `task` is done; while it is not, a status line (`waiting`) that this session keeps the task alive
+    with. In a browser the line is a fragment that reruns the page when the task ends; without one (AppTest)
+    this call waits for the task."""
+    sid = session_id()
+    _release_others(page, [task], sid)
+    if not task.done and not _frontend():
+        while not task.done:
+            task.wait(task.version, POLL_S)
+            task.touch(sid)
+    if task.done:
+        return True
+
+    def status():
+        task.touch(sid)
+        if task.done:
+            st.rerun()
+        if task.queued:
+            st.info(f"Waiting for a free training slot on this server: {hub().ahead(task)} run(s) ahead of this "
+                    "one. It starts by itself.", icon=":material/hourglass_top:")
+        else:
+            st.info(waiting, icon=":material/hourglass_top:")
+
+    st.fragment(status, run_every=STATUS_S)()
+    return False

@@ -16,6 +16,14 @@ A page's state is a `RunConfig` plus a few page options. In the query string
 widget's range or inconsistent with the rest is dropped (the base value is
 used) and reported in `Parsed.warnings`; the page shows them with
 `st.warning`. This module does not import Streamlit, so it is tested directly.
+
+Hosted mode: a link sets only what its page can show. A RunConfig field with no
+control on the page (`PageSpec.controls`) is ignored with a warning naming it,
+unless the page lists it in its allow-list (`PageSpec.link_only`, each entry with
+the reason), so a link cannot reach the config's whole valid range (a thousand
+negatives per positive, 200 local epochs) through fields the page never shows.
+A value longer than `MAX_VALUE_CHARS`, or a list nested deeper than its field
+allows, is refused before it is parsed.
 """
 from __future__ import annotations
 
@@ -23,7 +31,7 @@ import json
 import math
 from dataclasses import dataclass, field, fields
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..config import (ATTACKS, B_INITS, CLIENT_SCHEDULES, DATASETS, DEFENSES, ENCRYPTIONS, FIELD_NAMES, METHODS,
                       PERSONALIZATIONS, SERVER_OPTIMIZERS, STRAGGLER_POLICIES, SYNTHETIC_SIZES, ConfigError,
@@ -31,6 +39,11 @@ from ..config import (ATTACKS, B_INITS, CLIENT_SCHEDULES, DATASETS, DEFENSES, EN
 
 # Query parameters Streamlit itself uses; never reported as unknown.
 STREAMLIT_PARAMS = ("embed", "embed_options")
+# The longest link value read (a custom bandwidth-tier list of 20 tiers is about 400 characters; `_hide` naming every
+# control about 800): longer ones are refused unread.
+MAX_VALUE_CHARS = 1000
+# How deep a list field nests: bandwidth_tiers is a list of lists, ckks_coeff_bits a flat list.
+_TUPLE_DEPTH = {"bandwidth_tiers": 2, "ckks_coeff_bits": 1}
 
 # Bandwidth heterogeneity presets: (share of clients, downlink factor, uplink factor) per tier.
 TIER_PRESETS: dict[str, tuple] = {
@@ -141,6 +154,17 @@ class PageSpec:
     base: RunConfig
     controls: tuple[Control, ...]
     options: tuple[Option, ...] = ()
+    # The allow-list: fields a link may set although the page has no control for them, each with the reason.
+    link_only: tuple[tuple[str, str], ...] = ()
+    # Fields the page sets from its controls' values (Paillier needs weighted aggregation): values -> {field: value}.
+    derive: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+
+    def accepts(self, name: str) -> bool:
+        """May a link set the config field `name` on this page?"""
+        return self.control(name) is not None or any(f == name for f, _ in self.link_only)
+
+    def derived(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        return self.derive(values) if self.derive else {}
 
     def control(self, name: str) -> Control | None:
         return next((c for c in self.controls if c.field == name), None)
@@ -346,8 +370,22 @@ def _encryption_controls() -> tuple[Control, ...]:
     )
 
 
+def _encryption_derived(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Paillier (Top-K) needs weighted aggregation and an uncompressed downlink (`config._validate_encryption`);
+    the other protections keep the page's base values. The page has no control for either field."""
+    if values.get("encryption") == "paillier":
+        return {"aggregation": "weighted", "compress_down": False}
+    return {"aggregation": ENCRYPTION_BASE.aggregation, "compress_down": ENCRYPTION_BASE.compress_down}
+
+
 ENCRYPTION = PageSpec("encryption", ENCRYPTION_BASE, _encryption_controls(),
-                      (Option("attack_rounds", 1, kind="int", lo=1, hi=5),))
+                      (Option("attack_rounds", 1, kind="int", lo=1, hi=5),),
+                      link_only=(("client_schedule", "the CoLR presets' client schedule (the authors' rotating "
+                                                     "order): it picks which clients a round attacks, not how "
+                                                     "many"),
+                                 ("aggregation", "follows the protection (weighted under paillier)"),
+                                 ("compress_down", "follows the protection (off under paillier)")),
+                      derive=_encryption_derived)
 
 FIGURES = PageSpec("figures", EXPLORER_BASE, (), (Option("card", ""), Option("size", "stored", ("stored", "smoke"))))
 
@@ -368,9 +406,14 @@ def parse(query: Mapping[str, str], spec: PageSpec) -> Parsed:
     options = spec.option_defaults()
     hide_names: list[str] = []
     valid_options = {o.name: o for o in spec.options}
+    typed = _typed_link_fields(query, spec)  # the link's fields this page takes, as values (context for checks)
     for key, raw in query.items():
         raw = str(raw)
         if key in STREAMLIT_PARAMS:
+            continue
+        if len(raw) > MAX_VALUE_CHARS:
+            warnings.append(f"{key}: its value is {len(raw):,} characters long (a link value is read up to "
+                            f"{MAX_VALUE_CHARS:,}); ignored")
             continue
         if key == "_hide":
             groups = spec.groups
@@ -397,10 +440,15 @@ def parse(query: Mapping[str, str], spec: PageSpec) -> Parsed:
         if key not in FIELD_NAMES:
             warnings.append(f"unknown link parameter '{key}' ignored (it may come from an older version of the lab)")
             continue
+        if not spec.accepts(key):
+            warnings.append(f"{key}={_short(raw)} ignored: this page has no control for {key}, so a link cannot set "
+                            f"it; using {key}={_show(getattr(spec.base, key))}")
+            continue
         try:
-            value = _field_from_link(spec.base, key, raw)
-        except (ConfigError, TypeError, ValueError) as e:
-            warnings.append(f"{e}; using {key}={_show(getattr(spec.base, key))}")
+            value = _field_from_link(spec.base, key, raw, typed)
+        except (ConfigError, TypeError, ValueError, RecursionError) as e:
+            text = str(e) if not isinstance(e, RecursionError) else f"{key}={_short(raw)} is nested too deeply"
+            warnings.append(f"{text}; using {key}={_show(getattr(spec.base, key))}")
             continue
         ctrl = spec.control(key)
         why = ctrl.check(value) if ctrl is not None else None
@@ -410,12 +458,21 @@ def parse(query: Mapping[str, str], spec: PageSpec) -> Parsed:
         accepted[key] = value
     cfg = spec.base
     while True:
+        derived = spec.derived({**spec.base.to_dict(), **accepted})
+        for name, value in derived.items():  # a link's value for a derived field must agree with the page's
+            if name in accepted and not _same(accepted[name], value):
+                warnings.append(f"{name}={_show(accepted[name])} ignored: on this page {name} follows the other "
+                                f"settings; using {name}={_show(value)}")
+                del accepted[name]
         try:
-            cfg = from_dict({**spec.base.to_dict(), **accepted})
+            cfg = from_dict({**spec.base.to_dict(), **accepted, **derived})
             break
         except ConfigError as e:
             bad = _error_field(str(e))
             if bad not in accepted:  # a default that the link's other values contradict: drop the last of them
+                if not accepted:
+                    cfg = spec.base
+                    break
                 bad = next(reversed(accepted))
             del accepted[bad]
             warnings.append(f"{e}; using {bad}={_show(getattr(spec.base, bad))}")
@@ -426,18 +483,64 @@ def parse(query: Mapping[str, str], spec: PageSpec) -> Parsed:
     return Parsed(cfg, options, frozenset(hidden), tuple(dict.fromkeys(hide_names)), warnings)
 
 
-def _field_from_link(base: RunConfig, key: str, raw: str):
+def _short(raw: str, most: int = 40) -> str:
+    return repr(raw if len(raw) <= most else raw[:most] + "...")
+
+
+def _nesting(raw: str) -> int:
+    """How deep the brackets of `raw` nest (counted, not parsed: a parser recurses on each level)."""
+    depth = deepest = 0
+    for ch in raw:
+        if ch == "[":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch == "]":
+            depth -= 1
+    return deepest
+
+
+def _coerce(key: str, raw: str):
+    most = _TUPLE_DEPTH.get(key)
+    if most is not None and _nesting(raw) > most:
+        raise ConfigError(f"{key}={_short(raw)} is invalid: lists nest at most {most} deep in {key} "
+                          + ("([[share, down, up], ...])" if most == 2 else "([60, 40, 60])"))
+    return coerce_field(key, raw)
+
+
+def _typed_link_fields(query: Mapping[str, str], spec: PageSpec) -> dict[str, Any]:
+    out = {}
+    for key, raw in query.items():
+        raw = str(raw)
+        if key in FIELD_NAMES and spec.accepts(key) and len(raw) <= MAX_VALUE_CHARS:
+            try:
+                out[key] = _coerce(key, raw)
+            except (ConfigError, TypeError, ValueError, RecursionError):
+                pass
+    return out
+
+
+def _field_from_link(base: RunConfig, key: str, raw: str, link: Mapping[str, Any] = {}):
     """The typed value of one field from the link, checked on its own.
 
-    A value that is only invalid together with the base's other fields (d=2 with the base rank 4) passes
-    here; `parse` settles such conflicts on the whole configuration.
+    A value that is only invalid together with the base's other fields (d=2 with the base rank 4, paillier with
+    the base's CoLR) passes here when the link's other values make it valid or the error names another field;
+    `parse` settles such conflicts on the whole configuration.
     """
+    value = _coerce(key, raw)
     try:
-        return getattr(base.replace(**{key: raw}), key)
+        return getattr(base.replace(**{key: value}), key)
     except ConfigError as e:
-        if _error_field(str(e)) == key:
+        if _error_field(str(e)) != key:
+            return value
+        others = {k: v for k, v in link.items() if k != key}
+        if not others:
             raise
-    return coerce_field(key, raw)
+        try:
+            base.replace(**{**others, key: value})
+        except ConfigError as e2:
+            if _error_field(str(e2)) == key:
+                raise e from None
+        return value
 
 
 def _show(v) -> str:

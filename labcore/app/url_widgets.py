@@ -10,6 +10,11 @@ drawn with a stable key; its `value=`/`index=` is its current value (`mount.at_c
 so a browser that remounts it shows the view as it was and a change never snaps back to the link's value.
 After drawing, the value is written back to the URL (only when it differs from the default), so every view
 is a link.
+
+A link sets only the page's widgets: a parameter that names none of them (and none drawn earlier in this
+session, which a choice may have hidden since) is reported by name and not used, and a value longer than
+`state.MAX_VALUE_CHARS` is refused unread. The report sits where the page first calls `warnings()` and is
+brought up to date as later widgets are drawn, so a widget drawn below it never counts as unknown.
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from typing import Any, Callable, Sequence
 import streamlit as st
 
 from .mount import at_current
+from .state import MAX_VALUE_CHARS, STREAMLIT_PARAMS
 
 
 def _text(v: Any) -> str:
@@ -30,10 +36,32 @@ def _text(v: Any) -> str:
     return str(v)
 
 
+def _cut(raw: str, most: int = 40) -> str:
+    return repr(raw if len(raw) <= most else raw[:most] + "...")
+
+
 class UrlWidgets:
     def __init__(self, page: str):  # one instance per page run
         self.page = page
         self._shown: set[str] = set()
+        self._unknown_slot = None  # where the parameters that name no widget are reported (the first warnings())
+
+    @property
+    def _known(self) -> set[str]:
+        """The link names of the widgets this page drew in this session."""
+        return st.session_state.setdefault(f"{self.page}._link_names", set())
+
+    def _report_unknown(self) -> None:
+        if self._unknown_slot is None:
+            return
+        unknown = [k for k in st.query_params if k not in self._known and k not in STREAMLIT_PARAMS]
+        if not unknown:
+            self._unknown_slot.empty()
+            return
+        self._unknown_slot.warning("Link parameter not used: " + ", ".join(f"{k}={_cut(st.query_params[k])}"
+                                                                         for k in unknown)
+                                   + " (this page has no control for " + ("it" if len(unknown) == 1 else "them")
+                                   + ")", icon="⚠️")
 
     @property
     def _warnings(self) -> list[str]:
@@ -57,17 +85,22 @@ class UrlWidgets:
             return
         raw = st.query_params.get(name)
         value = default
-        if raw is not None:
+        if raw is not None and len(raw) > MAX_VALUE_CHARS:
+            self._warnings.append(f"Link parameter not used: {name} (its value is {len(raw):,} characters long; a "
+                                  f"link value is read up to {MAX_VALUE_CHARS:,})")
+        elif raw is not None:
             try:
                 value = parse(raw)
                 if not valid(value):
                     raise ValueError
-            except (ValueError, TypeError):
-                self._warnings.append(f"Link parameter not used: {name}={raw!r}; allowed: {allowed}")
+            except (ValueError, TypeError, KeyError):  # KeyError: not one of a select's options
+                self._warnings.append(f"Link parameter not used: {name}={_cut(raw)}; allowed: {allowed}")
                 value = default
         st.session_state[key] = value
 
     def _publish(self, name: str, value: Any, default: Any) -> Any:
+        self._known.add(name)
+        self._report_unknown()
         if value == default:
             if name in st.query_params:
                 del st.query_params[name]
@@ -77,6 +110,9 @@ class UrlWidgets:
 
     def warnings(self) -> None:
         """Show the link warnings not shown yet in this run; they stay on every rerun until dismissed."""
+        if self._unknown_slot is None:
+            self._unknown_slot = st.empty()
+        self._report_unknown()
         todo = [w for w in self._warnings if w not in self._shown]
         for w in todo:
             st.warning(w, icon="⚠️")

@@ -47,7 +47,17 @@ def _mean(rows: list[dict]) -> dict:
     return {k: float(np.mean([r[k] for r in rows])) for k in SCORE_KEYS} | {"clients": len(rows)}
 
 
-def curious_server(cfg, rounds: int = 3, data=None, real_clients: int | None = None) -> dict:
+def played_config(cfg, rounds: int, real_clients: int | None = None):
+    """The configuration the attack runs for `cfg`: `rounds` rounds, no evaluation, under encryption
+    `real_clients` clients a round protected for real (all of them if None)."""
+    changes = {"rounds": rounds, "eval_every": 10**6, "rank_every": 0}
+    if cfg.encryption != "none":
+        changes["he_real_clients"] = real_clients or cfg.clients_per_round
+    return cfg.replace(**changes)
+
+
+def curious_server(cfg, rounds: int = 3, data=None, real_clients: int | None = None,
+                   should_stop=None) -> dict | None:
     """Run `rounds` rounds of `cfg` and attack every client's upload as the server sees it.
 
     real_clients: under encryption, how many clients per round are protected
@@ -55,13 +65,12 @@ def curious_server(cfg, rounds: int = 3, data=None, real_clients: int | None = N
     None = every client of the round. Returns a dict with the mean scores per
     view ("upload", "aggregate", and when they apply "bitmap" and
     "topk_indices" / "topk_indices_touched") and the per-client rows.
+    should_stop: checked before each round; when it returns True the attack ends and returns None (the app
+    stops an attack nobody watches any more).
     """
     from ..fed.engine import Simulation, load_data
 
-    changes = {"rounds": rounds, "eval_every": 10**6, "rank_every": 0}
-    if cfg.encryption != "none":
-        changes["he_real_clients"] = real_clients or cfg.clients_per_round
-    run_cfg = cfg.replace(**changes)
+    run_cfg = played_config(cfg, rounds, real_clients)
     sim = Simulation(run_cfg, data if data is not None else load_data(run_cfg))
     sim.keep_view = True
     if sim.secure is not None:
@@ -69,6 +78,8 @@ def curious_server(cfg, rounds: int = 3, data=None, real_clients: int | None = N
     N = sim.data.n_items
     rows = []
     for _ in range(rounds):
+        if should_stop is not None and should_stop():
+            return None
         sim.step()
         v = sim.view
         plan, decoded, sec = v["plan"], v["decoded"], v["secure"]

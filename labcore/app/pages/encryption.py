@@ -6,9 +6,11 @@ import streamlit as st
 
 from labcore import plots
 from labcore.config import ConfigError
+from labcore.fed.engine import check_fits
 from labcore.methods.compress import topk_count
 from labcore.privacy.secagg import SecureAggregationError
-from labcore.app import controls, notices, runs
+from labcore.privacy.server_attack import played_config
+from labcore.app import budget, controls, jobs, notices, runs
 from labcore.app.charts import chart
 from labcore.app.state import ENCRYPTION as SPEC
 
@@ -145,11 +147,36 @@ def _attack(cfg, vs) -> None:
         return
     real = ATTACKED if cfg.encryption != "none" else None
     runs_ = [plain] if cfg.encryption == "none" else [plain, cfg]
-    try:  # settings carried in from another page (an algorithm, a defense) can rule the attack's runs out
-        out = [runs.curious_server(c, rounds, real if c.encryption != "none" else None) for c in runs_]
-    except (ConfigError, SecureAggregationError) as e:
+    try:
+        data = runs.dataset(cfg)
+        played = [played_config(c, rounds, real) for c in runs_]
+        for c in played:  # before queuing: a combination the engine refuses is a message, not a failed job
+            check_fits(c, data)
+    except ConfigError as e:
         st.warning(str(e))
         return
+    refused = budget.over([budget.cost(c, data) for c in played])  # one after the other: the larger one's memory
+    if refused:
+        st.warning(refused, icon=":material/speed:")
+        return
+    try:
+        task = runs.curious_server(runs_, rounds, real)
+    except jobs.Busy as e:
+        st.warning(str(e))
+        return
+    if not runs.task_done("encryption.attack", task, f"The curious server attacks {rounds} round(s) of "
+                          f"{cfg.clients_per_round} clients in the background (a training slot of this server)..."):
+        return
+    if task.error:  # too few uploads for secure aggregation is a setting to change, anything else an error
+        if task.error.startswith(SecureAggregationError.__name__ + ":"):
+            st.warning(task.error.split(": ", 1)[1])
+        else:
+            notices.error(task.error)
+        return
+    if task.result is None:
+        st.info("The attack stopped before its end (nobody was watching it); it starts again on the next visit.")
+        return
+    out = list(task.result)
     if len(out) == 2:  # like with like: the plain run attacked on the very clients attacked under encryption
         out[0] = same_clients(out[0], out[1])
     from labcore.privacy.server_attack import attack_summary
