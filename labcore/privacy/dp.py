@@ -83,17 +83,18 @@ def clip_rows(rows, clip: float):
     from ..fed.local_train import RowUpdate
     if math.isinf(clip):
         return rows
+    # each row's norm in one fused pass (float32, relative error ~1e-7), squared and added up per client in float64
     sq = torch.zeros(rows.n_clients, dtype=torch.float64).index_add_(
-        0, rows.client, (rows.values.to(torch.float64) ** 2).sum(1))
+        0, rows.client, torch.linalg.vector_norm(rows.values, dim=1).to(torch.float64) ** 2)
     values = rows.values * clip_factors(sq, clip)[rows.client].to(rows.values.dtype)[:, None]
     return RowUpdate(rows.n_clients, rows.n_items, rows.client, rows.item, values, rows.item_bits, rows.received)
 
 
 def gaussian(shape, std: float, gen: torch.Generator, dtype=torch.float32) -> torch.Tensor:
-    """N(0, std^2) of the given shape, drawn in float64 from `gen` (zeros, no draw, when std is 0)."""
+    """N(0, std^2) of the given shape and dtype, drawn from `gen` (zeros, no draw, when std is 0)."""
     if std == 0:
         return torch.zeros(shape, dtype=dtype)
-    return (torch.randn(shape, generator=gen, dtype=torch.float64) * std).to(dtype)
+    return torch.randn(shape, generator=gen, dtype=dtype).mul_(std)
 
 
 def noisy_mean(updates: torch.Tensor, clip: float, noise_multiplier: float, denominator: float,
