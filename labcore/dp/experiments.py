@@ -58,11 +58,12 @@ def curious_table(size: str) -> pd.DataFrame:
     at each sigma: on each client's upload and on the round's aggregate (labcore.privacy.server_attack)."""
     from ..privacy.server_attack import curious_server
     rounds = 2
-    cfgs = [("no DP", 0.0, base(size, method="fedmf"))]
+    data = {} if size == "full" else {"synthetic_size": "small"}  # on tiny data half the items are positives
+    cfgs = [("no DP", 0.0, base(size, method="fedmf", **data))]
     for mode in ("central", "local"):
         for sigma in (NOISE_LEVELS if size == "full" else SMOKE_NOISE):
             cfgs.append((mode, sigma, base(size, method="fedmf", dp_mode=mode, dp_noise_multiplier=sigma,
-                                           dp_clip=DP_CLIP)))
+                                           dp_clip=DP_CLIP, **data)))
     rows = []
     for mode, sigma, cfg in cfgs:
         out = curious_server(cfg, rounds=rounds)
