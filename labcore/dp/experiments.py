@@ -31,8 +31,8 @@ def base(size: str, **overrides) -> RunConfig:
 def hr_runs(size: str) -> list[tuple[str, float, int, RunConfig]]:
     """(method label, sigma, seed, config): sigma 0 is the run without DP."""
     out = []
-    for label, m in METHODS:
-        for seed in SEEDS[size]:
+    for seed in SEEDS[size]:  # seed by seed: a run stopped early has whole seeds
+        for label, m in METHODS:
             out.append((label, 0.0, seed, base(size, seed=seed, **m)))
             for sigma in (NOISE_LEVELS if size == "full" else SMOKE_NOISE):
                 out.append((label, sigma, seed, base(size, seed=seed, dp_mode="central", dp_noise_multiplier=sigma,
