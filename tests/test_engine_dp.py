@@ -70,8 +70,9 @@ def _noise_of_round(cfg, data, clean_cfg) -> tuple[np.ndarray, int]:
 def test_distributed_noise_under_secure_aggregation_has_central_noise_std():
     """The unmasked sum of the clients' noise shares against the server's noise: their std, after the fixed
     denominator, is sigma C sqrt(M / M_expected) / M_expected and sigma C / M_expected. Each is a two-sided
-    chi-square test at level 0.001 on 3200 values (the std's relative spread 1.25 %: a std 6 % off is rejected
-    with power > 0.99), and the two samples' variances agree in an F-test at level 0.001."""
+    chi-square test at level 0.001 on the aggregate's 1600 values (the variance's relative spread sqrt(2 / 1600) =
+    3.5 %: a std 10 % off moves the variance 6 spreads and is rejected with power > 0.99), and the two samples'
+    variances agree in an F-test at level 0.001."""
     data = make_tiny(n_users=40, n_items=400, max_items=30)
     base = dict(DP, rounds=1, dp_noise_multiplier=0.8, dp_clip=0.3)
     noise_c, m_c = _noise_of_round(RunConfig(dp_mode="central", **base), data,
