@@ -141,3 +141,9 @@ def test_a_target_the_rounds_cannot_meet_is_refused_by_name(tiny):
         Simulation(RunConfig(dp_mode="central", dp_noise_multiplier=0.5, dp_target_epsilon=0.01, **base), tiny)
     with pytest.raises(dp.PrivacyBudgetError, match="dp_target_epsilon"):  # no sigma Opacus can find
         dp.noise_for_epsilon(1e-9, 1.0, 10**6, 1e-5)
+
+
+def test_a_poisson_round_is_never_empty_and_draws_the_same_for_the_same_seed():
+    sizes = [len(S.round_clients("poisson", 50, 1, 0, t)) for t in range(200)]  # e^-1: a third of draws are empty
+    assert min(sizes) >= 1
+    assert np.array_equal(S.round_clients("poisson", 50, 1, 0, 7), S.round_clients("poisson", 50, 1, 0, 7))

@@ -47,7 +47,11 @@ def round_clients(schedule: str, n_users: int, m: int, seed: int, round_idx: int
         return sample_clients(n_users, m, round_rng(seed, round_idx, STREAM_CLIENTS))
     if schedule == "poisson":  # each user joins with q = m / n_users (differential privacy's sampling)
         from ..privacy.dp import poisson_sample
-        return poisson_sample(n_users, m / n_users, round_rng(seed, round_idx, STREAM_CLIENTS))
+        rng = round_rng(seed, round_idx, STREAM_CLIENTS)
+        while True:  # an empty draw (chance (1 - q)^n_users, about e^-m) is drawn again: a round needs a client
+            clients = poisson_sample(n_users, m / n_users, rng)
+            if len(clients):
+                return clients
     raise ValueError(f"client_schedule={schedule!r}: allowed values are uniform, rotating, poisson")
 
 
