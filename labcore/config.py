@@ -23,7 +23,7 @@ SYNTHETIC_SIZES = ("tiny", "small", "medium", "ml1m")
 B_INITS = ("normal", "orthonormal", "sphere", "sphere_scaled")
 AGGREGATIONS = ("item_mean", "weighted")
 COMP_TIME_MODES = ("calibrated", "measured")
-CLIENT_SCHEDULES = ("uniform", "rotating")  # labcore.fed.sampling.round_clients
+CLIENT_SCHEDULES = ("uniform", "rotating", "poisson")  # labcore.fed.sampling.round_clients
 ENCRYPTIONS = ("none", "ckks", "secagg", "paillier")  # labcore.fed.secure implements each
 SERVER_OPTIMIZERS = ("fedavg", "fedavgm", "fedadam", "fedyogi")  # labcore.fed.server_opt implements each
 STRAGGLER_POLICIES = ("auto", "drop", "keep")  # labcore.fed.stragglers
@@ -129,6 +129,14 @@ class RunConfig(TypedConfig):
     # secagg with dropout: more than this share of the sampled clients must upload (t = floor(share M) + 1, at
     # most M) or the server refuses to unmask; 0.5 = a strict majority (Bonawitz et al.'s honest-majority setting)
     secagg_threshold: float = 0.5
+    # user-level differential privacy (labcore.privacy.dp, DP-FedAvg with Opacus's accountant): clients join by
+    # Poisson sampling (client_schedule="poisson", q = clients_per_round / users) and the clipped updates' noisy
+    # sum is divided by the expected cohort (aggregation="weighted")
+    dp_mode: str = "none"  # none, central (the server adds the noise), distributed (shares under secagg), local
+    dp_noise_multiplier: float = 0.0  # sigma; 0 with dp_target_epsilon > 0: the sigma that spends it in `rounds`
+    dp_target_epsilon: float = 0.0  # the budget: training stops before a round would exceed it (0 = no budget)
+    dp_delta: float = 0.0  # 0 = 1 / number of users
+    dp_clip: float = 1.0  # C: each client's update clipped to this L2 norm in the space the server aggregates
     # reproducibility and bookkeeping
     seed: int = 0
     checkpoint_every: int = 50
@@ -321,6 +329,45 @@ def _validate(c: RunConfig) -> None:
                                         "fixed per-client data sizes (use data_skew=1.0 or dataset='synthetic')")
     _validate_tiers(c.bandwidth_tiers)
     _validate_encryption(c)
+    _validate_dp(c)
+
+
+# --- differential privacy (labcore.privacy.dp) ---------------------------------------------------------------
+DP_MODES = ("none", "central", "distributed", "local")
+_KEY_FROM_NON_DEFAULT.update({"dp_mode": "none", "dp_noise_multiplier": 0.0, "dp_target_epsilon": 0.0,
+                              "dp_delta": 0.0, "dp_clip": 1.0})
+
+
+def _validate_dp(c: RunConfig) -> None:
+    """DP's own ranges, and the settings its guarantee cannot cover (each refused by name)."""
+    check_choices(c, {"dp_mode": DP_MODES})
+    if not (c.dp_noise_multiplier >= 0 and c.dp_noise_multiplier < float("inf")):
+        fail("dp_noise_multiplier", c.dp_noise_multiplier, "allowed values are finite and >= 0")
+    if not c.dp_clip > 0:
+        fail("dp_clip", c.dp_clip, "allowed values are > 0 (inf = no clipping, only without noise)")
+    if not 0 <= c.dp_delta < 1:
+        fail("dp_delta", c.dp_delta, "allowed range is (0, 1) (0 = 1 / number of users)")
+    if not (c.dp_target_epsilon >= 0 and c.dp_target_epsilon < float("inf")):
+        fail("dp_target_epsilon", c.dp_target_epsilon, "allowed values are finite and > 0 (0 = no budget)")
+    if c.dp_mode == "none":
+        return
+    if c.dp_clip == float("inf") and (c.dp_noise_multiplier or c.dp_target_epsilon):
+        fail("dp_clip", c.dp_clip, "must be finite with noise: the noise is sigma x dp_clip")
+    if c.client_schedule != "poisson":
+        fail("client_schedule", c.client_schedule, f"must be 'poisson' with dp_mode={c.dp_mode!r}: the accountant's "
+             "amplification by sampling holds for Poisson sampling (each user joins with q = clients_per_round / "
+             "users), not for a fixed-size ('uniform') or a 'rotating' cohort")
+    if c.aggregation != "weighted":
+        fail("aggregation", c.aggregation, f"must be 'weighted' with dp_mode={c.dp_mode!r}: DP divides the sum by "
+             "the expected cohort (a fixed denominator); the per-item mean divides by how many clients touched an "
+             "item, so one client can move a rare item's row by its whole update (unbounded sensitivity)")
+    for name, ok, why in (("defense", c.defense == "none", "the clipping of DP is its defense"),
+                          ("scaffold", not c.scaffold, "its control variates are a second, unclipped uplink"),
+                          ("qffl_q", not c.qffl_q, "its loss-dependent weights are not bounded"),
+                          ("encryption", c.encryption != "paillier", "Paillier encrypts Top-K's values as sent: "
+                                                                     "use 'secagg' or 'ckks'")):
+        if not ok:
+            fail(name, getattr(c, name), f"not available with dp_mode={c.dp_mode!r}: {why}")
 
 
 def check_prox_pull(c: RunConfig) -> None:

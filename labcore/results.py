@@ -31,7 +31,10 @@ ROUND_COLUMNS = ("round", "loss", "hr", "ndcg", "bytes_up", "bytes_down", "bytes
                  # target item in their top 10 (NaN without attack)
                  "attackers", "backdoor_success",
                  # Ditto: HR@10 / NDCG@10 with every user's personal model (evaluation rounds; NaN without)
-                 "hr_personal", "ndcg_personal")
+                 "hr_personal", "ndcg_personal",
+                 # differential privacy (labcore.privacy.dp): the noise multiplier the round's sum carried and
+                 # the accountant's epsilon after the round (NaN without)
+                 "dp_sigma", "epsilon")
 
 
 @dataclass(eq=False)

@@ -38,6 +38,7 @@ from ..methods.quantize import BLOCK_VALUES, packed_bytes
 from ..metrics import effective_rank_stats, hit_ratio_ndcg
 from ..net.ledger import Ledger
 from ..net.wallclock import RoundTimeModel
+from ..privacy.dp import STREAM_DP, RoundDP
 from ..results import ROUND_COLUMNS, Result, write_atomic
 from . import sampling as S
 from . import dropout, robust, server_opt, stragglers
@@ -205,7 +206,7 @@ def sums_on_arrival(cfg: RunConfig) -> bool:
     test suite run from an empty compile cache, so FedProx keeps the table."""
     return (cfg.method == "fedmf" and not cfg.prox_mu and not cfg.up_bits and cfg.encryption == "none"
             and cfg.attack == "none" and cfg.defense == "none" and not cfg.qffl_q and not cfg.scaffold
-            and cfg.personalization == "none")
+            and cfg.personalization == "none" and cfg.dp_mode == "none")
 
 
 def check_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows") -> None:
@@ -288,6 +289,7 @@ class Simulation:
         self.rows: list[dict] = []
         self.round = 0
         self.secure = make_secure_mod(cfg, data.n_items)  # None unless cfg.encryption is set
+        self.dp = RoundDP.from_config(cfg, data.n_users)  # None unless cfg.dp_mode is set (labcore.privacy.dp)
         self.variates = ControlVariates(data.n_users, data.n_items, cfg.dim) if cfg.scaffold else None
         self.personal = (PersonalModels(self.Q, self.P, cfg.personalization, cfg.ditto_lambda, cfg.apfl_alpha)
                          if cfg.personalization in ("ditto", "apfl", "pfedme") else None)
@@ -401,6 +403,9 @@ class Simulation:
         row.update(he.columns() if he else {})
         if cfg.dropout:
             row["clients_dropped"] = n_dropped
+        if self.dp is not None:  # the noise the round's sum carried, and the run's epsilon so far
+            row["dp_sigma"] = self.dp.sigma_round(len(clients))
+            row["epsilon"] = self.dp.epsilon(self.rows + [row])
         if cfg.rank_every and t % cfg.rank_every == 0:
             row.update(self._effective_rank(local, setup))
             row.update(aggregate_rank_stats(agg, setup))
@@ -451,6 +456,9 @@ class Simulation:
 
         t1 = time.perf_counter()
         decoded = self.method.decode_uplink({w.name: w for w in up_recv}, setup, local.rows)
+        if self.dp is not None:  # each update clipped in the aggregated space (+ its noise share), summed unweighted
+            dp_gen = _gen(cfg.seed, t, STREAM_DP)
+            decoded, n_pos = self.dp.privatize_clients(decoded, dp_gen), np.ones(len(n_pos), np.int64)
         if self.secure is None:
             touched = None if isinstance(decoded, RowUpdate) else local.touched_dense()
             weights = fedavg_weights(torch.from_numpy(n_pos))
@@ -471,6 +479,8 @@ class Simulation:
             he = self.secure.aggregate(t, up_sent, up_recv, decoded, n_pos, local.touched_dense(), setup,
                                        self.ledger, n_dropped)
             agg, up_bytes = he.aggregate, he.up_bytes
+        if self.dp is not None:  # central DP's noise on the sum; divided by the expected cohort, not the actual one
+            agg = (agg * len(n_pos) + self.dp.server_noise(agg.shape, dp_gen, agg.dtype)) / self.dp.expected_cohort
         return up, up_sent, up_bytes, decoded, agg, he, t1
 
     def _plant(self, local: LocalResult, clients: np.ndarray, n_pos: np.ndarray) -> LocalResult:
@@ -576,7 +586,8 @@ class Simulation:
         import pandas as pd
 
         table = pd.DataFrame(self.rows).reindex(columns=list(ROUND_COLUMNS))
-        return Result(self.cfg, table, self.ledger.frame(), self.data.notes, complete)
+        notes = self.data.notes + (self.dp.stop_note(self.rows) if self.dp is not None else "")
+        return Result(self.cfg, table, self.ledger.frame(), notes, complete)
 
 
 # Effective rank from the dense (M, N, k) update up to this many values (CoLR at the paper's cohort: cheap, and
@@ -822,6 +833,8 @@ def train_rounds(sim, folder: Path | None, *, should_stop: Callable[[], bool] | 
                     raise KeyboardInterrupt
                 if should_stop is not None and should_stop():
                     break
+                if getattr(sim, "dp", None) is not None and sim.dp.budget_spent(sim.rows):  # the result's notes say why
+                    break
                 between_rounds = False
                 row = sim.step()
                 between_rounds = True
@@ -843,7 +856,7 @@ def train_rounds(sim, folder: Path | None, *, should_stop: Callable[[], bool] | 
                 print(f"\ninterrupted during round {sim.round + 1}; its partial work is dropped and the run "
                       "resumes from its last checkpoint", file=sys.stderr)
         raise
-    complete = sim.round >= cfg.rounds
+    complete = sim.round >= cfg.rounds or (getattr(sim, "dp", None) is not None and sim.dp.budget_spent(sim.rows))
     res = sim.result(complete)
     if folder is not None:
         if complete:  # the timing first: a result.json marks the run as stored

@@ -39,12 +39,20 @@ def rotating_clients(n_users: int, m: int, seed: int, round_idx: int) -> np.ndar
 
 
 def round_clients(schedule: str, n_users: int, m: int, seed: int, round_idx: int) -> np.ndarray:
-    """The cohort of round `round_idx`: "uniform" (fresh uniform draw, the FedAvg default) or "rotating"."""
+    """The cohort of round `round_idx`: "uniform" (fresh uniform draw, the FedAvg default), "rotating" or
+    "poisson" (a cohort of random size, m expected)."""
     if schedule == "rotating":
         return rotating_clients(n_users, m, seed, round_idx)
     if schedule == "uniform":
         return sample_clients(n_users, m, round_rng(seed, round_idx, STREAM_CLIENTS))
-    raise ValueError(f"client_schedule={schedule!r}: allowed values are uniform, rotating")
+    if schedule == "poisson":  # each user joins with q = m / n_users (differential privacy's sampling)
+        from ..privacy.dp import poisson_sample
+        rng = round_rng(seed, round_idx, STREAM_CLIENTS)
+        while True:  # an empty draw (chance (1 - q)^n_users, about e^-m) is drawn again: a round needs a client
+            clients = poisson_sample(n_users, m / n_users, rng)
+            if len(clients):
+                return clients
+    raise ValueError(f"client_schedule={schedule!r}: allowed values are uniform, rotating, poisson")
 
 
 class NegativeSampler:

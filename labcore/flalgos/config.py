@@ -16,11 +16,12 @@ TASKS = ("synthetic", "digits", "quadratic", "mnist", "femnist", "mf")
 SPLITS = ("dirichlet", "quantity", "iid")
 MODELS = ("logreg", "mlp")
 ALGORITHMS = ("fedavg", "fedprox", "scaffold", "qffl", "fedavgm", "fedadam", "fedyogi", "ditto", "pfedme", "apfl",
-              "perfedavg")
+              "perfedavg", "dpfedavg")
 PERSONALIZED = ("ditto", "pfedme", "apfl", "perfedavg")
 ALGORITHM_LABELS = {"fedavg": "FedAvg", "fedprox": "FedProx", "scaffold": "SCAFFOLD", "qffl": "q-FedAvg",
                     "fedavgm": "FedAvgM", "fedadam": "FedAdam", "fedyogi": "FedYogi", "ditto": "Ditto",
-                    "pfedme": "pFedMe", "apfl": "APFL", "perfedavg": "Per-FedAvg (FO)"}
+                    "pfedme": "pFedMe", "apfl": "APFL", "perfedavg": "Per-FedAvg (FO)",
+                    "dpfedavg": "DP-FedAvg"}
 WEIGHTINGS = ("samples", "uniform")
 STRAGGLER_POLICIES = ("auto", "drop", "keep")  # auto: FedAvg drops stragglers, every other algorithm keeps them
 ATTACKS = ("none", "replacement", "dba")
@@ -86,7 +87,8 @@ class FLConfig(TypedConfig):
     trim_frac: float = 0.2  # trimmed mean: share cut at each end
     krum_f: int = 1  # Krum: Byzantine clients tolerated (needs cohort > 2 f + 2)
     clip_norm: float = 1.0
-    dp_noise: float = 0.0  # Gaussian noise multiplier on the clipped mean (std = dp_noise * clip_norm / cohort)
+    dp_noise: float = 0.0  # Gaussian noise multiplier on the clipped mean (std = dp_noise * clip_norm / cohort);
+    # DP-FedAvg (algorithm="dpfedavg"): sigma, with C = clip_norm, Poisson cohorts and the fixed denominator
     # wire
     quantize_bits: int = 0  # QSGD on every float uplink part (0 = off)
     quantize_bucket: int = 512
@@ -166,6 +168,9 @@ def _validate(c: FLConfig) -> None:
         fail("algorithm", c.algorithm, "a global-model algorithm on task='mf' (its private user vectors already are "
                                        "the personal part): "
                                        + ", ".join(a for a in ALGORITHMS if a not in PERSONALIZED))
+    if c.algorithm == "dpfedavg" and (c.defense != "none" or c.attack != "none"):
+        fail("defense" if c.defense != "none" else "attack", c.defense if c.defense != "none" else c.attack,
+             "'none' with algorithm='dpfedavg' (its clipping is the defense; clip_norm and dp_noise set it)")
     if c.task == "quadratic" and c.algorithm in PERSONALIZED:
         fail("algorithm", c.algorithm, "a global-model algorithm on the quadratic task (it has no test data to "
                                        "personalize on): " + ", ".join(a for a in ALGORITHMS if a not in PERSONALIZED))

@@ -137,6 +137,10 @@ class Simulation:
         """The cohort, each member's local steps, and who uploads (not dropped, not a dropped straggler)."""
         cfg, M, K = self.cfg, self.cfg.clients_per_round, self.cfg.local_steps
         cohort = torch.randperm(self.N, generator=gen)[:M].sort().values
+        if cfg.algorithm == "dpfedavg":  # Poisson sampling with q = M / N, as DP's accountant assumes
+            from ..privacy.dp import poisson_sample
+            cohort = torch.from_numpy(poisson_sample(self.N, M / self.N, np.random.default_rng([cfg.seed, self.round])))
+            M = len(cohort)
         steps = torch.full((M,), K, dtype=torch.int64)
         n_slow = int(round(cfg.stragglers * M))
         slow = torch.zeros(M, dtype=torch.bool)
@@ -241,6 +245,8 @@ class Simulation:
             row.update(personal_acc_mean=float(pacc.mean()), personal_acc_var=float(pacc.var(unbiased=False)))
         if cfg.attack != "none":
             row["backdoor"] = self.problem.backdoor_success(w)
+        if cfg.algorithm == "dpfedavg":
+            row["epsilon"] = self.strategy.epsilon(self.round)
         return row
 
     def client_table(self) -> pd.DataFrame:

@@ -270,8 +270,27 @@ class PerFedAvg(FedAvg):
         return w - self.cfg.personal_lr * self.problem.grads(w, b, 0)
 
 
+class DPFedAvg(FedAvg):
+    """User-level DP-FedAvg (McMahan et al. 2018; labcore.privacy.dp): each update clipped to clip_norm on the
+    client, the sum (masked under secagg) plus N(0, dp_noise^2 clip_norm^2), divided by the expected cohort. The
+    cohort is a Poisson sample (`Simulation.plan`)."""
+
+    name = "dpfedavg"
+
+    def aggregate(self, parts, coef, ops):
+        from ..privacy import dp
+        total = ops.total({"delta": dp.clip_updates(parts["delta"], self.cfg.clip_norm)})["delta"]
+        g = torch.Generator().manual_seed(self.cfg.seed * 1_000_003 + ops.round)
+        noise = dp.gaussian(total.shape, self.cfg.dp_noise * self.cfg.clip_norm, g, total.dtype)
+        return {"delta": (total + noise) / self.cfg.clients_per_round}
+
+    def epsilon(self, rounds: int) -> float:
+        from ..privacy import dp
+        return dp.epsilon_rdp(self.cfg.clients_per_round / self.N, self.cfg.dp_noise, rounds, 1.0 / self.N)
+
+
 STRATEGIES = {c.name: c for c in (FedAvg, FedProx, Scaffold, QFedAvg, FedAvgM, FedAdam, FedYogi, Ditto, PFedMe,
-                                  APFL, PerFedAvg)}
+                                  APFL, PerFedAvg, DPFedAvg)}
 
 
 def make(cfg: FLConfig, problem, n_clients: int) -> FedAvg:

@@ -1,0 +1,87 @@
+"""Plotly figures of the DP topic: HR@10 and the curious server against epsilon, epsilon per round, PSNR per
+defense, and the inversion's images beside the originals."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+
+def _eps_axis(eps: pd.Series) -> pd.Series:
+    """Epsilon with the no-DP runs (inf) drawn at the right edge."""
+    finite = eps[np.isfinite(eps)]
+    edge = float(finite.max()) * 2 if len(finite) else 1.0
+    return eps.where(np.isfinite(eps), edge)
+
+
+def hr_vs_epsilon(ours: pd.DataFrame, paper: pd.DataFrame | None = None, title: str = "") -> go.Figure:
+    fig = go.Figure()
+    g = ours.groupby(["method", "sigma"], as_index=False).agg(epsilon=("epsilon", "mean"), hr=("hr", "mean"),
+                                                               hr_sd=("hr", "std"))
+    for method, d in g.groupby("method"):
+        d = d.sort_values("sigma", ascending=False)
+        fig.add_trace(go.Scatter(x=_eps_axis(d["epsilon"]), y=d["hr"], mode="lines+markers", name=method,
+                                 error_y=dict(type="data", array=d["hr_sd"].fillna(0)),
+                                 text=[f"sigma {s:g}" if s else "no DP" for s in d["sigma"]]))
+    fig.update_layout(title=title or "HR@10 against epsilon (rightmost point: no DP)",
+                      xaxis_title="epsilon (delta = 1 / users)", yaxis_title="HR@10")
+    fig.update_xaxes(type="log")
+    return fig
+
+
+def curious_vs_epsilon(ours: pd.DataFrame, paper: pd.DataFrame | None = None) -> go.Figure:
+    fig = go.Figure()
+    for (mode, view), d in ours.melt(id_vars=["mode", "sigma", "epsilon"],
+                                     value_vars=["upload_precision", "aggregate_precision"],
+                                     var_name="view").groupby(["mode", "view"]):
+        if mode == "no DP":
+            continue
+        d = d.sort_values("epsilon")
+        fig.add_trace(go.Scatter(x=d["epsilon"], y=d["value"], mode="lines+markers",
+                                 name=f"{mode} DP, {view.split('_')[0]}"))
+    plain = ours[ours["mode"] == "no DP"]
+    if len(plain):
+        fig.add_hline(y=float(plain["upload_precision"].iloc[0]), line_dash="dot",
+                      annotation_text="no DP, upload")
+    if "base_rate" in ours:
+        fig.add_hline(y=float(ours["base_rate"].mean()), line_dash="dash", annotation_text="chance")
+    fig.update_layout(title="Curious server: precision of the recovered item sets against epsilon",
+                      xaxis_title="epsilon after the attacked rounds", yaxis_title="precision")
+    fig.update_xaxes(type="log")
+    return fig
+
+
+def psnr_by_defense(ours: pd.DataFrame, paper: pd.DataFrame | None = None) -> go.Figure:
+    g = ours.groupby("defense", sort=False, as_index=False).agg(psnr=("psnr", "mean"), sd=("psnr", "std"),
+                                                                chance=("chance_psnr", "mean"))
+    fig = go.Figure(go.Bar(x=g["defense"], y=g["psnr"], error_y=dict(type="data", array=g["sd"].fillna(0)),
+                           name="reconstruction"))
+    fig.add_hline(y=float(g["chance"].mean()), line_dash="dash", annotation_text="the mean image (chance)")
+    fig.update_layout(title="Gradient inversion of one 8x8 digit: PSNR under each defense",
+                      yaxis_title="PSNR (dB)", xaxis_title="defense")
+    return fig
+
+
+def epsilon_per_round(table: pd.DataFrame, label: str = "") -> go.Figure:
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("epsilon spent", "HR@10"))
+    fig.add_trace(go.Scatter(x=table["round"] + 1, y=table["epsilon"], mode="lines", name=label or "epsilon"), 1, 1)
+    ev = table.dropna(subset=["hr"])
+    fig.add_trace(go.Scatter(x=ev["round"] + 1, y=ev["hr"], mode="lines+markers", name="HR@10"), 1, 2)
+    fig.update_xaxes(title_text="round")
+    fig.update_layout(title="The accountant's epsilon and HR@10, round by round", showlegend=False)
+    return fig
+
+
+def images(originals: np.ndarray, reconstructions: np.ndarray, psnr: np.ndarray) -> go.Figure:
+    n = len(originals)
+    fig = make_subplots(rows=2, cols=n, vertical_spacing=0.12,
+                        subplot_titles=[f"original {i + 1}" for i in range(n)]
+                        + [f"{p:.1f} dB" for p in psnr])
+    for i in range(n):
+        for r, img in ((1, originals[i]), (2, reconstructions[i])):
+            fig.add_trace(go.Heatmap(z=img[::-1], colorscale="gray_r", zmin=0, zmax=1, showscale=False), r, i + 1)
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False, scaleanchor="x")
+    fig.update_layout(title="Originals (top) and what the server rebuilt from the update (bottom, PSNR)")
+    return fig

@@ -1,0 +1,35 @@
+"""The DP topic: discovered with its page, cards and notebook; the exercise checks answer right and wrong answers;
+the cards compute at smoke size."""
+import pytest
+
+from labcore import topics
+from labcore.dp import exercises as ex
+from labcore.figures import registry
+from labcore.privacy import dp
+
+
+def test_the_topic_is_discovered_with_its_cards_page_and_notebook():
+    t = next(t for t in topics.all_topics() if t.name == "dp")
+    assert t.notebook == "labs/14_differential_privacy.ipynb"
+    assert [p.name for p in t.pages] == ["privacy"]
+    import labcore.dp.cards  # noqa: F401
+    assert {"dp-hr-epsilon", "dp-curious-server", "dp-inversion"} <= {c.id for c in registry.list_cards()}
+
+
+def test_exercise_checks_accept_the_right_answer_and_refuse_a_wrong_one():
+    sigma = dp.noise_for_epsilon(2.0, 0.05, 100, 1e-5)
+    assert ex.check_sigma(sigma, 2.0, 0.05, 100, 1e-5).ok
+    assert ex.check_sigma(sigma / 2, 2.0, 0.05, 100, 1e-5).ok is False
+    assert ex.check_sigma(..., 2.0, 0.05, 100, 1e-5).ok is None
+    a, b = {"q": 0.01, "sigma": 0.8, "rounds": 1000}, {"q": 0.1, "sigma": 2.0, "rounds": 200}
+    right = ex.faster_spender(a, b, 1e-5)
+    assert ex.check_faster(right, a, b, 1e-5).ok and ex.check_faster("AB".replace(right, ""), a, b, 1e-5).ok is False
+
+
+def test_the_hr_card_computes_at_smoke_size():
+    card = registry.get("dp-hr-epsilon")
+    ours = card.compute("smoke")
+    assert set(card.columns) <= set(ours.columns)
+    assert len(card.compare(ours)) == 3
+    eps = ours[ours.sigma > 0].sort_values("sigma")["epsilon"].tolist()
+    assert eps[0] > eps[-1]  # more noise, less epsilon

@@ -1,0 +1,113 @@
+"""Differential privacy in the engine's rounds: the epsilon column, the budget stop, distributed DP under secure
+aggregation and its epsilon with dropouts, and the plain round untouched when DP is off."""
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from labcore.config import RunConfig
+from labcore.fed.engine import Simulation, run
+from labcore.privacy import dp
+
+from conftest import assert_a_stopped_run_resumes, make_tiny
+
+DP = dict(client_schedule="poisson", aggregation="weighted", clients_per_round=10, local_epochs=1, batch_size=16,
+          dim=8, eval_every=4, rank_every=0)
+
+
+def test_epsilon_grows_round_by_round_as_the_accountant_says(tiny):
+    cfg = RunConfig(method="colr", rank=2, dp_mode="central", dp_noise_multiplier=1.2, dp_clip=0.5, rounds=4, **DP)
+    res = run(cfg, data=tiny, use_cache=False, progress=False)
+    eps = res.table["epsilon"].tolist()
+    assert all(b > a > 0 for a, b in zip(eps, eps[1:]))
+    q = 10 / tiny.n_users
+    assert eps[-1] == pytest.approx(dp.epsilon_rdp(q, 1.2, 4, 1 / tiny.n_users), rel=1e-9)
+    assert np.isfinite(res.table["hr"].dropna()).all()
+
+
+def test_a_run_with_a_budget_stops_before_a_round_would_exceed_it(tiny, tmp_path):
+    q, delta = 10 / tiny.n_users, 1 / tiny.n_users
+    target = dp.epsilon_rdp(q, 1.0, 3, delta) + 1e-6  # three rounds fit, the fourth would not
+    cfg = RunConfig(method="fedmf", dp_mode="central", dp_noise_multiplier=1.0, dp_target_epsilon=target, rounds=8,
+                    **DP)
+    res = run(cfg, data=tiny, cache_dir=tmp_path, progress=False)
+    assert len(res.table) == 3 and res.complete
+    assert res.table["epsilon"].iloc[-1] <= target
+    assert "Stopped by the privacy budget after 3 of 8 rounds" in res.notes
+    again = run(cfg, data=tiny, cache_dir=tmp_path, progress=False)  # the stored result, not a further round
+    assert again.cached and len(again.table) == 3
+
+
+def test_a_target_epsilon_alone_sets_the_noise_that_spends_it_in_the_rounds(tiny):
+    cfg = RunConfig(method="fedmf", dp_mode="central", dp_target_epsilon=3.0, rounds=4, **DP)
+    res = run(cfg, data=tiny, use_cache=False, progress=False)
+    assert len(res.table) == 4 and 2.9 < res.table["epsilon"].iloc[-1] <= 3.0
+
+
+def test_dp_off_leaves_the_plain_round_and_its_cache_key_unchanged(tiny):
+    plain = RunConfig(method="fedmf", aggregation="weighted", clients_per_round=10, rounds=2, dim=8, eval_every=2)
+    off = RunConfig(**{**plain.to_dict(), "dp_noise_multiplier": 0.0, "dp_clip": 1.0, "dp_mode": "none"})
+    assert off.key() == plain.key()
+    a = run(plain, data=tiny, use_cache=False, progress=False).table
+    b = run(off, data=tiny, use_cache=False, progress=False).table
+    assert a["loss"].tolist() == b["loss"].tolist() and a["hr"].dropna().tolist() == b["hr"].dropna().tolist()
+    assert a["epsilon"].isna().all()
+
+
+def _noise_of_round(cfg, data, clean_cfg) -> tuple[np.ndarray, int]:
+    """The aggregate's noise in round 0: the noisy round's aggregate minus the same round's without noise."""
+    views = []
+    for c in (cfg, clean_cfg):
+        sim = Simulation(c, data)
+        sim.keep_view = True
+        sim.step()
+        views.append((sim.view["aggregate"].double(), int(len(sim.view["plan"].n_pos))))
+    return (views[0][0] - views[1][0]).numpy().ravel(), views[0][1]
+
+
+def test_distributed_noise_under_secure_aggregation_has_central_noise_std():
+    """The unmasked sum of the clients' noise shares against the server's noise: their std, after the fixed
+    denominator, is sigma C sqrt(M / M_expected) / M_expected and sigma C / M_expected. Each is a two-sided
+    chi-square test at level 0.001 on the aggregate's 1600 values (the variance's relative spread sqrt(2 / 1600) =
+    3.5 %: a std 10 % off moves the variance 6 spreads and is rejected with power > 0.99), and the two samples'
+    variances agree in an F-test at level 0.001."""
+    data = make_tiny(n_users=40, n_items=400, max_items=30)
+    base = dict(DP, rounds=1, dp_noise_multiplier=0.8, dp_clip=0.3)
+    noise_c, m_c = _noise_of_round(RunConfig(dp_mode="central", **base), data,
+                                   RunConfig(**{**base, "dp_mode": "central", "dp_noise_multiplier": 0.0}))
+    dist = dict(base, dp_mode="distributed", encryption="secagg")
+    noise_d, m_d = _noise_of_round(RunConfig(**dist), data, RunConfig(**{**dist, "dp_noise_multiplier": 0.0}))
+    assert m_c == m_d  # the same Poisson cohort
+    n, lo_hi = noise_c.size, stats.chi2.ppf([0.0005, 0.9995], noise_c.size - 1)
+    central_std = 0.8 * 0.3 / 10
+    dist_std = central_std * math.sqrt(m_d / 10)
+    for noise, std in ((noise_c, central_std), (noise_d, dist_std)):
+        assert lo_hi[0] < (n - 1) * noise.var() / std**2 < lo_hi[1]
+    f = (noise_d.var() * 10 / m_d) / noise_c.var()  # the distributed noise at the expected cohort
+    assert stats.f.ppf(0.0005, n - 1, n - 1) < f < stats.f.ppf(0.9995, n - 1, n - 1)
+
+
+def test_dropouts_lower_the_noise_and_the_table_accounts_what_was_left():
+    data = make_tiny(n_users=40, n_items=60)
+    cfg = RunConfig(method="fedmf", dp_mode="distributed", encryption="secagg", dropout=0.1, rounds=6,
+                    dp_noise_multiplier=1.0, dp_clip=0.5, **{**DP, "eval_every": 6})
+    res = run(cfg, data=data, use_cache=False, progress=False)
+    t = res.table
+    assert (t["clients_dropped"] > 0).any()
+    assert (t["dp_sigma"] < 1.0).any()  # rounds whose survivors carried less than the full noise
+    assert t["epsilon"].iloc[-1] == pytest.approx(dp.epsilon_of_rounds(t["dp_sigma"], 10 / 40, 1 / 40), rel=1e-12)
+    full = dp.epsilon_rdp(10 / 40, 1.0, 6, 1 / 40)
+    print(f"epsilon after 6 rounds with 10% dropout: {t['epsilon'].iloc[-1]:.4f} (nominal sigma: {full:.4f})")
+
+
+def test_local_dp_is_accounted_without_amplification(tiny):
+    cfg = RunConfig(method="fedmf", dp_mode="local", dp_noise_multiplier=2.0, rounds=2, **DP)
+    res = run(cfg, data=tiny, use_cache=False, progress=False)
+    assert res.table["epsilon"].iloc[-1] == pytest.approx(dp.epsilon_rdp(1.0, 2.0, 2, 1 / tiny.n_users), rel=1e-9)
+
+
+def test_a_dp_run_resumes_to_the_same_numbers(tiny, tmp_path):
+    cfg = RunConfig(method="fedmf", dp_mode="central", dp_noise_multiplier=1.0, rounds=5, checkpoint_every=1, **DP)
+    assert_a_stopped_run_resumes(cfg, tiny, tmp_path, stop_after=2)
