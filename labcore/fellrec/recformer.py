@@ -257,3 +257,31 @@ def text_split_step(device: TextDeviceHalf, server: TextServerHalf, x, y, channe
     channel.seconds["device"] += (t1 - t0) + (t3 - t2) + (t5 - t4)
     channel.seconds["server"] += (t2 - t1) + (t4 - t3)
     return loss.detach()
+
+
+def text_device_memory(model: TextRec, k: int | None, x, y) -> dict:
+    """Bytes the device holds for one training batch: its parameters and the tensors autograd saves on it.
+    k=None: no offloading (the device runs every layer)."""
+    from .offload import param_bytes, saved_activation_bytes
+
+    model.zero_grad(set_to_none=True)
+    if model.items is None:
+        model.refresh_items()
+    act = [0]
+    if k is None:
+        with saved_activation_bytes(act):
+            _, loss = model(x, y)
+        loss.backward()
+        return {"param_bytes": param_bytes(model), "activation_bytes": act[0]}
+    device, server = text_split(model, k)
+    with saved_activation_bytes(act):
+        h_k, mask = device.bottom(x)
+    h_srv = h_k.detach().requires_grad_(True)
+    h_n1 = server(h_srv, mask)
+    h_dev = h_n1.detach().requires_grad_(True)
+    with saved_activation_bytes(act):
+        loss = model.loss(device.finish(h_dev, mask), y)
+    loss.backward()
+    h_n1.backward(h_dev.grad)
+    h_k.backward(h_srv.grad)
+    return {"param_bytes": param_bytes(device), "activation_bytes": act[0]}
