@@ -1,7 +1,7 @@
 """The runs behind the cards, at two sizes and on two backbones, and the tables the cards draw.
 
 backbone="minilm" (all-MiniLM-L6-v2, RecFormer style; `LM_SIZES`):
-smoke: the synthetic set, history 3 titles of <= 4 tokens, 96 few-shot samples, 2 rounds, one seed.
+smoke: the synthetic set, history 2 titles of <= 3 tokens, 48 few-shot samples, 2 rounds, one seed.
 full:  ML-100K titles, history 5 titles of <= 8 tokens, the paper's 1024 few-shot samples, 5 rounds,
        LoRA r=8 on q/k/v/output of the 6 layers, 3 seeds for Tables 1 and 4.
 backbone="tiny":
@@ -28,8 +28,8 @@ CLIENT_COUNTS = {"smoke": (2, 8), "full": (5, 10, 20, 50, 100)}  # Fig. 6: the p
 
 
 LM_SIZES = {
-    "smoke": dict(backbone="minilm", dataset="synthetic", history=3, title_tokens=4, samples=96, rounds=2,
-                  batch_size=32, mf_rounds=3, vocab_size=100, lora_rank=4, lr=1e-3),
+    "smoke": dict(backbone="minilm", dataset="synthetic", history=2, title_tokens=3, samples=48, rounds=2,
+                  batch_size=16, mf_rounds=3, vocab_size=100, lora_rank=4, lr=1e-3),
     "full": dict(backbone="minilm", dataset="ml-100k", history=5, title_tokens=8, samples=1024, rounds=5,
                  batch_size=64, lora_rank=8, lr=1e-3),
 }
