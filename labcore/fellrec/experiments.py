@@ -197,7 +197,7 @@ def probes(size, backbone="tiny") -> pd.DataFrame:
     from .probes import probe_similarity
 
     cfg = base(size, backbone)
-    rows = 600 if size == "smoke" else 3000
+    rows = (300 if backbone == "minilm" else 600) if size == "smoke" else 3000  # MiniLM: 384-wide probes
     return probe_similarity(foundation(cfg), dataset(cfg), cfg.history, max_rows=rows)
 
 

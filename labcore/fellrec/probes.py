@@ -9,8 +9,11 @@ k the device should keep.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
+from scipy.linalg import LinAlgWarning
 import torch
 
 from .data import SeqData, eval_inputs
@@ -72,6 +75,8 @@ def probe_similarity(model: GPTRec, data: SeqData, history: int, max_rows: int =
         for layer, (a, b) in enumerate(zip(f_tr, f_te), start=1):
             probe = Ridge(alpha=1e-3) if kind == "linear" else MLPRegressor(
                 hidden_layer_sizes=(64,), max_iter=300, random_state=seed, early_stopping=False)
-            probe.fit(a, y_tr)
+            with warnings.catch_warnings():  # a near-singular X^T X at small alpha is expected for 384-wide layers
+                warnings.simplefilter("ignore", LinAlgWarning)
+                probe.fit(a, y_tr)
             rows.append({"probe": kind, "layer": layer, "similarity": cosine(probe.predict(b), y_te)})
     return pd.DataFrame(rows)
