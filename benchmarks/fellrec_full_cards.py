@@ -1,5 +1,8 @@
 """Reproduce the FELLRec cards at full size and store them in results/ (python benchmarks/fellrec_full_cards.py).
 
+`--backbone minilm` runs the MiniLM cards (fellrec-minilm-*) instead of the tiny backbone's; the peak resident
+memory of the process (and of its workers) is printed at the end.
+
 `--jobs 2` first trains the union of the cards' runs in two processes (one torch thread each, the 2-core
 budget), longest first; the cards then read them from the run cache. Prints the wall-clock time, the CPU
 seconds of the runs trained here (what they cost on an idle machine) and the load average, and the split
@@ -81,8 +84,16 @@ if __name__ == "__main__":
         i = args.index("--jobs")
         jobs = int(args[i + 1])
         del args[i: i + 2]
-    ids = args or list(cards.CARD_IDS)
-    print("model:", model_size(base("full")))
+    backbone = "tiny"
+    if "--backbone" in args:
+        i = args.index("--backbone")
+        backbone = args[i + 1]
+        del args[i: i + 2]
+    ids = args or list(cards.MINILM_CARD_IDS if backbone == "minilm" else cards.CARD_IDS)
+    if backbone == "tiny":
+        print("model:", model_size(base("full")))
+    else:
+        print("config:", base("full", "minilm").to_dict())
     total = time.perf_counter()
     load0 = os.getloadavg()[0]
     if jobs > 1:
@@ -91,7 +102,7 @@ if __name__ == "__main__":
               f"{sum(v or 0 for v in cpu.values()):.0f} CPU s", flush=True)
     for cid in ids:
         t0 = time.perf_counter()
-        command = f"python benchmarks/fellrec_full_cards.py --jobs {jobs} {cid}"
+        command = f"python benchmarks/fellrec_full_cards.py --jobs {jobs} --backbone {backbone} {cid}"
         res = figures.reproduce(cid, size="full", progress=False)
         res.meta.update(run_costs(cid))
         figures.save(res, command=command, runtime_s=time.perf_counter() - (total if jobs > 1 else t0))
@@ -100,4 +111,9 @@ if __name__ == "__main__":
         print(ours.to_string(max_rows=20), flush=True)
     print(f"all cards: {time.perf_counter() - total:.0f} s wall on the shared 2-core machine, load average "
           f"{load0:.1f} at the start and {os.getloadavg()[0]:.1f} at the end")
-    print(f"split / unsplit training step time: {split_overhead():.2f}x (loaded shared machine)")
+    if backbone == "tiny":
+        print(f"split / unsplit training step time: {split_overhead():.2f}x (loaded shared machine)")
+    import resource
+
+    print("peak RSS MiB: this process", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+          "| largest worker", resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)

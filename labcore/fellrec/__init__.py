@@ -5,6 +5,8 @@
     clients.py      clients from KMeans on the core MF engine's user embeddings, or Dirichlet(c)
     model.py        the recommender: a small decoder-only transformer with LoRA on attention (nanoGPT style);
                     the client-specific parameters: the adapters, or every weight (tune="full")
+    minilm.py       all-MiniLM-L6-v2 read from its wheel (sha256-pinned), a plain-torch BERT with LoRA on q/k/v/output
+    recformer.py    backbone="minilm": users and items as title texts, cosine scores, few-shot samples, the split
     offload.py      flexible storage: the device keeps layers 1..k and N, the server k+1..N-1; split passes
     aggregate.py    eqs. (1)-(4): cosine-similarity personalized aggregation, curriculum heating; FedAvg
     federated.py    foundation pre-training, FedAvg / FedProx / Ditto / FELLRec / centralized runs (cached)
@@ -13,6 +15,6 @@
     costs.py        device memory, bytes and seconds against k beside Table 3's formulas (Fig. 4)
     experiments.py  the runs behind the cards at smoke and full size
     paper.py        the paper's numbers
-    cards.py        figure cards (Tables 1, 4, 6; Figs. 3, 4, 5, 6, 7)
+    cards.py        figure cards (Tables 1, 4, 6; Figs. 3, 4, 5, 6, 7); cards_minilm.py the same on MiniLM
     plots.py        plotly figures;  page.py  the app page;  exercises.py  the notebook's checks
 """

@@ -248,3 +248,7 @@ register(FigureCard(
 CARD_IDS = ("fellrec-table1-ml100k", "fellrec-table4-ml100k", "fellrec-table6-ml100k", "fellrec-fig3-probes",
             "fellrec-fig4-costs", "fellrec-fig5-ablation", "fellrec-fig6-clients", "fellrec-fig7-alpha-beta")
 __all__ = ["CARD_IDS", "CARDS"]
+
+from . import cards_minilm  # noqa: E402  (registers the MiniLM backbone's cards into CARDS)
+
+MINILM_CARD_IDS = cards_minilm.CARD_IDS

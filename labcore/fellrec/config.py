@@ -16,7 +16,10 @@ METHODS = ("central", "fedavg", "fedprox", "ditto", "fellrec")
 METHOD_LABELS = {"central": "centralized (no federation)", "fedavg": "FedAvg", "fedprox": "FedProx",
                  "ditto": "Ditto", "fellrec": "FELLRec"}
 SPLITS = ("kmeans", "dirichlet")
-TUNES = ("lora", "full")  # what the clients fine-tune: LoRA adapters (BIGRec) or every weight (RecFormer)
+TUNES = ("lora", "full")
+BACKBONES = ("tiny", "minilm")  # the lab's small transformer pre-trained here, or all-MiniLM-L6-v2 (RecFormer style)
+MINILM_LAYERS, MINILM_HIDDEN = 6, 384
+MINILM_FIELDS = ("title_tokens", "samples", "temperature")  # used by the MiniLM backbone only  # what the clients fine-tune: LoRA adapters (BIGRec) or every weight (RecFormer)
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,12 @@ class FellrecConfig(TypedConfig):
     foundation_share: float = 0.2  # share of users held out for the central "foundation" pre-training
     vocab_size: int = 600  # BPE vocabulary learned on the titles (tokenizers)
     data_seed: int = 0
-    # model (a decoder-only transformer, nanoGPT style)
+    # backbone: "tiny" (the decoder-only transformer below) or "minilm" (all-MiniLM-L6-v2 reading titles)
+    backbone: str = "tiny"
+    title_tokens: int = 8  # minilm: WordPiece tokens kept of each title (the token budget)
+    samples: int = 1024  # minilm: the few-shot training samples (next items) shared by the clients
+    temperature: float = 0.05  # minilm: score = cos(user, item) / temperature
+    # model (tiny: a decoder-only transformer, nanoGPT style)
     n_layer: int = 8  # N
     n_embd: int = 32
     n_head: int = 2
@@ -66,6 +74,9 @@ class FellrecConfig(TypedConfig):
 
     def key(self) -> str:
         d = self.to_dict()
+        if d["backbone"] == "tiny":  # the tiny backbone's keys stay those of runs made before MiniLM
+            for f in ("backbone",) + MINILM_FIELDS:
+                d.pop(f)
         if d["tune"] == "lora":  # the default keeps the keys runs had before the field existed
             d.pop("tune")
         return hash_key(d, "fellrec-")
@@ -78,9 +89,13 @@ class FellrecConfig(TypedConfig):
         split = "KMeans" if self.split == "kmeans" else f"Dirichlet c={self.dirichlet_c:g}"
         return f"{self.label()} on {self.dataset}, {self.n_clients} clients ({split}){ab}, seed {self.seed}"
 
+    def depth(self) -> int:
+        """N: the backbone's number of layers (MiniLM has 6; the tiny model n_layer)."""
+        return MINILM_LAYERS if self.backbone == "minilm" else self.n_layer
+
     def server_layers(self) -> int:
         """How many layers the server holds (N - k - 1), 0 without offloading."""
-        return self.n_layer - self.client_layers - 1 if self.offload else 0
+        return self.depth() - self.client_layers - 1 if self.offload else 0
 
 
 FIELD_NAMES = tuple(f.name for f in fields(FellrecConfig))
@@ -89,20 +104,24 @@ _RANGES = {
     "max_users": (0, 10**7), "history": (2, 256), "vocab_size": (50, 50_000), "data_seed": (0, 2**63 - 1),
     "n_layer": (3, 64), "n_embd": (4, 1024), "n_head": (1, 64), "lora_rank": (1, 1024), "pretrain_epochs": (0, 1000),
     "n_clients": (1, 10_000), "mf_rounds": (1, 10_000), "rounds": (1, 10_000), "local_epochs": (1, 100),
-    "batch_size": (1, 1 << 16), "client_layers": (1, 63), "seed": (0, 2**63 - 1),
+    "batch_size": (1, 1 << 16), "client_layers": (1, 63), "seed": (0, 2**63 - 1), "title_tokens": (1, 64),
+    "samples": (1, 10**7),
 }
 
 
 def _validate(c: FellrecConfig) -> None:
     check_types(c, _TYPES)
     check_choices(c, {"dataset": DATASETS, "item_text": ITEM_TEXTS, "method": METHODS, "split": SPLITS,
-                      "tune": TUNES})
-    check_ranges(c, _RANGES, positive=("lr", "pretrain_lr", "lora_alpha", "alpha", "beta", "dirichlet_c"),
+                      "tune": TUNES, "backbone": BACKBONES})
+    check_ranges(c, _RANGES, positive=("lr", "pretrain_lr", "temperature", "lora_alpha", "alpha", "beta", "dirichlet_c"),
                  nonnegative=("prox_mu", "ditto_lambda"),
-                 at_most={"lr": 1e4, "pretrain_lr": 1e4, "lora_alpha": 1e6, "alpha": 1e6, "beta": 1e6,
-                          "dirichlet_c": 1e6, "prox_mu": 1e4, "ditto_lambda": 1e4})
+                 at_most={"lr": 1e4, "pretrain_lr": 1e4, "temperature": 1e4, "lora_alpha": 1e6, "alpha": 1e6,
+                          "beta": 1e6, "dirichlet_c": 1e6, "prox_mu": 1e4, "ditto_lambda": 1e4})
     if not 0 < c.foundation_share < 1:
         fail("foundation_share", c.foundation_share, "allowed range is (0, 1): some users pre-train, the rest are clients")
+    if c.backbone == "minilm":
+        _validate_minilm(c)
+        return
     if c.n_embd % c.n_head:
         fail("n_head", c.n_head, f"must divide n_embd={c.n_embd}")
     if c.lora_rank > c.n_embd:
@@ -110,6 +129,20 @@ def _validate(c: FellrecConfig) -> None:
     if c.client_layers >= c.n_layer - 1:
         fail("client_layers", c.client_layers, f"allowed range is 1..{c.n_layer - 2}: the client keeps layers 1..k "
                                                f"and N, the server k+1..N-1, so k + 1 < N = {c.n_layer}")
+
+
+def _validate_minilm(c: FellrecConfig) -> None:
+    """MiniLM's shape is fixed (6 layers, hidden 384): k and the LoRA rank are checked against it."""
+    if c.dataset == "amazon-games":
+        fail("dataset", c.dataset, "backbone=minilm reads item titles: allowed values are ml-100k, synthetic")
+    if c.tune != "lora":
+        fail("tune", c.tune, "backbone=minilm fine-tunes LoRA adapters only: allowed value is lora")
+    if c.lora_rank > MINILM_HIDDEN:
+        fail("lora_rank", c.lora_rank, f"allowed range is 1..{MINILM_HIDDEN} (MiniLM's hidden size)")
+    if c.client_layers >= MINILM_LAYERS - 1:
+        fail("client_layers", c.client_layers, f"allowed range is 1..{MINILM_LAYERS - 2} for backbone=minilm: the "
+                                               f"client keeps layers 1..k and {MINILM_LAYERS}, the server "
+                                               f"k+1..{MINILM_LAYERS - 1}")
 
 
 def check_fits(cfg: FellrecConfig, n_users: int) -> None:

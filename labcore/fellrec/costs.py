@@ -21,6 +21,7 @@ from .data import windows
 from .federated import batches, dataset, foundation, lora_bytes
 from .model import freeze_base, get_lora
 from .offload import Channel, device_memory, full_step, split, split_step
+from .recformer import TextRec, samples, text_device_memory
 
 
 def cost_table(cfg: FellrecConfig, ks=None, max_samples: int = 256) -> pd.DataFrame:
@@ -28,15 +29,18 @@ def cost_table(cfg: FellrecConfig, ks=None, max_samples: int = 256) -> pd.DataFr
     data = dataset(cfg)
     model = foundation(cfg, data)
     params = freeze_base(model)
-    n = cfg.n_layer
+    n = cfg.depth()
     ks = list(range(1, n - 1)) if ks is None else list(ks)
-    x, y = (torch.as_tensor(a[:max_samples]) for a in windows(data, data.client_users, cfg.history))
+    text = isinstance(model, TextRec)
+    pairs = samples(data, data.client_users, cfg.history) if text else windows(data, data.client_users, cfg.history)
+    x, y = (torch.as_tensor(a[:max_samples]) for a in pairs)
+    memory = text_device_memory if text else device_memory
     lora = get_lora(model)
     b = lora_bytes(lora, [1])  # one layer's LoRA message (all layers have the same shapes)
     rows = []
     for k in ks + [None]:
         layers = list(range(1, k + 1)) + [n] if k is not None else list(range(1, n + 1))
-        mem = device_memory(model, k, x[: cfg.batch_size], y[: cfg.batch_size])
+        mem = memory(model, k, x[: cfg.batch_size], y[: cfg.batch_size])
         ch = Channel()
         gen = torch.Generator().manual_seed(0)
         t0 = time.perf_counter()
@@ -49,6 +53,7 @@ def cost_table(cfg: FellrecConfig, ks=None, max_samples: int = 256) -> pd.DataFr
         wall = time.perf_counter() - t0
         up_lora = lora_bytes(lora, layers)
         c = ch.bytes.get(("up", "hidden_k"), 0)
+        m = ch.bytes.get(("up", "mask"), 0)  # MiniLM: the attention mask travels with h_k
         rows.append({
             "k": n if k is None else k, "offload": k is not None,
             "device_param_MiB": mem["param_bytes"] / 2**20,
@@ -56,7 +61,7 @@ def cost_table(cfg: FellrecConfig, ks=None, max_samples: int = 256) -> pd.DataFr
             "device_memory_MiB": (mem["param_bytes"] + mem["activation_bytes"]) / 2**20,
             "upload_bytes": up_lora + ch.total("up"), "download_bytes": up_lora + ch.total("down"),
             "lora_up_bytes": up_lora, "embedding_up_bytes": ch.total("up"),
-            "table3_upload_bytes": (len(layers)) * b + 2 * c,  # (k+1) b + 2c; FedAvg: N b
+            "table3_upload_bytes": (len(layers)) * b + 2 * c + m if k is not None else n * b,  # (k+1) b + 2c; FedAvg: N b
             "b_bytes": b, "c_bytes": c,
             "device_seconds": ch.seconds["device"] if k is not None else wall,
             "server_seconds": ch.seconds["server"] if k is not None else 0.0,

@@ -1,4 +1,10 @@
-"""The runs behind the cards, at two sizes, and the tables the cards draw.
+"""The runs behind the cards, at two sizes and on two backbones, and the tables the cards draw.
+
+backbone="minilm" (all-MiniLM-L6-v2, RecFormer style; `LM_SIZES`):
+smoke: the synthetic set, history 2 titles of <= 3 tokens, 48 few-shot samples, 2 rounds, one seed.
+full:  ML-100K titles, history 5 titles of <= 8 tokens, the paper's 1024 few-shot samples, 5 rounds,
+       LoRA r=8 on q/k/v/output of the 6 layers, 3 seeds for Tables 1 and 4.
+backbone="tiny":
 
 smoke: the synthetic set (80 users, 60 items), an 8-layer 16-wide model, 2 rounds, one seed: seconds.
 full:  ML-100K titles, an 8-layer 32-wide model (129,266 parameters, 6,144 of them LoRA: `model_size`),
@@ -21,7 +27,17 @@ FIG5_SEEDS = {"smoke": (0,), "full": (0,)}
 CLIENT_COUNTS = {"smoke": (2, 8), "full": (5, 10, 20, 50, 100)}  # Fig. 6: the paper's 5 to 100
 
 
-def base(size: str, **over) -> FellrecConfig:
+LM_SIZES = {
+    "smoke": dict(backbone="minilm", dataset="synthetic", history=2, title_tokens=3, samples=48, rounds=2,
+                  batch_size=16, mf_rounds=3, vocab_size=100, lora_rank=4, lr=1e-3),
+    "full": dict(backbone="minilm", dataset="ml-100k", history=5, title_tokens=8, samples=1024, rounds=5,
+                 batch_size=64, lora_rank=8, lr=1e-3),
+}
+
+
+def base(size: str, backbone: str = "tiny", **over) -> FellrecConfig:
+    if backbone == "minilm":
+        return FellrecConfig(**{**LM_SIZES[size], **over})
     if size == "smoke":
         d = dict(dataset="synthetic", n_embd=16, history=8, pretrain_epochs=30, rounds=2, mf_rounds=3,
                  batch_size=32, vocab_size=100)
@@ -41,26 +57,26 @@ def model_size(cfg: FellrecConfig) -> dict:
 
 
 # --- config grids ---------------------------------------------------------------------------------------------
-def table1_configs(size):
-    return [base(size, method=m, seed=s) for s in SEEDS[size] for m in METHOD_ORDER]
+def table1_configs(size, backbone="tiny"):
+    return [base(size, backbone, method=m, seed=s) for s in SEEDS[size] for m in METHOD_ORDER]
 
 
-def table6_configs(size):
-    return [base(size, method=m, split="dirichlet", dirichlet_c=c) for c in CS[size] for m in ("fedavg", "fellrec")]
+def table6_configs(size, backbone="tiny"):
+    return [base(size, backbone, method=m, split="dirichlet", dirichlet_c=c) for c in CS[size] for m in ("fedavg", "fellrec")]
 
 
 def fig6_configs(size):
     return [base(size, method=m, n_clients=n) for n in CLIENT_COUNTS[size] for m in ("fedavg", "fellrec")]
 
 
-def fig5_configs(size):
+def fig5_configs(size, backbone="tiny"):
     variants = [dict(method="fedavg"), dict(method="fellrec", dyn_speed=False), dict(method="fellrec", dyn_agg=False),
                 dict(method="fellrec")]
-    return [base(size, seed=s, **v) for s in FIG5_SEEDS[size] for v in variants]
+    return [base(size, backbone, seed=s, **v) for s in FIG5_SEEDS[size] for v in variants]
 
 
-def fig7_configs(size):
-    return ([base(size, alpha=a) for a in ALPHAS[size]] + [base(size, beta=b) for b in BETAS[size]])
+def fig7_configs(size, backbone="tiny"):
+    return ([base(size, backbone, alpha=a) for a in ALPHAS[size]] + [base(size, backbone, beta=b) for b in BETAS[size]])
 
 
 def variant(cfg: FellrecConfig) -> str:
@@ -78,22 +94,26 @@ def run_all(configs, progress=False):
 
 
 # --- tables -----------------------------------------------------------------------------------------------------
-def table1(size, progress=False) -> pd.DataFrame:
+def table1(size, progress=False, backbone="tiny") -> pd.DataFrame:
     rows = []
-    for cfg, r in zip(table1_configs(size), run_all(table1_configs(size), progress)):
+    for cfg, r in zip(table1_configs(size, backbone), run_all(table1_configs(size, backbone), progress)):
         rows.append({"method": cfg.method, "seed": cfg.seed, **r.overall()})
     df = pd.DataFrame(rows)
     g = df.groupby("method", sort=False)
     out = g[["R@10", "R@20", "N@10", "N@20", "imbalance"]].mean()
     out["R@10_std"] = g["R@10"].std().fillna(0.0)
+    out["imbalance_std"] = g["imbalance"].std().fillna(0.0)
     out["seeds"] = g.size()
-    return out.reset_index()
+    out = out.reset_index()
+    if backbone == "minilm":  # the premise: what the untuned language model and popularity score
+        out = pd.concat([zero_shot(size), out], ignore_index=True)
+    return out
 
 
-def table4(size, progress=False) -> pd.DataFrame:
+def table4(size, progress=False, backbone="tiny") -> pd.DataFrame:
     """Per-client R@10 (mean over seeds) and the imbalance of each seed, averaged."""
     rows = []
-    for cfg, r in zip(table1_configs(size), run_all(table1_configs(size), progress)):
+    for cfg, r in zip(table1_configs(size, backbone), run_all(table1_configs(size, backbone), progress)):
         if cfg.method not in ("central", "fedavg", "fellrec"):
             continue
         row = {"method": cfg.method, "seed": cfg.seed, "imbalance": r.overall()["imbalance"]}
@@ -103,17 +123,17 @@ def table4(size, progress=False) -> pd.DataFrame:
     return df.groupby("method", sort=False).mean(numeric_only=True).drop(columns="seed").reset_index()
 
 
-def table6(size, progress=False) -> pd.DataFrame:
+def table6(size, progress=False, backbone="tiny") -> pd.DataFrame:
     rows = [{"c": cfg.dirichlet_c, "method": cfg.method, "R@10": r.overall()["R@10"],
              "imbalance": r.overall()["imbalance"]}
-            for cfg, r in zip(table6_configs(size), run_all(table6_configs(size), progress))]
+            for cfg, r in zip(table6_configs(size, backbone), run_all(table6_configs(size, backbone), progress))]
     return pd.DataFrame(rows)
 
 
-def fig5(size, progress=False) -> pd.DataFrame:
+def fig5(size, progress=False, backbone="tiny") -> pd.DataFrame:
     """Per variant and round: validation R@10 (mean over clients and seeds), and the final test R@10."""
     rows = []
-    for cfg, r in zip(fig5_configs(size), run_all(fig5_configs(size), progress)):
+    for cfg, r in zip(fig5_configs(size, backbone), run_all(fig5_configs(size, backbone), progress)):
         curve = r.rounds.groupby("round")["val_R@10"].mean()
         o = r.overall()
         for t, v in curve.items():
@@ -130,9 +150,9 @@ def fig6(size, progress=False) -> pd.DataFrame:
                          for cfg, r in zip(cfgs, run_all(cfgs, progress))])
 
 
-def fig7(size, progress=False) -> pd.DataFrame:
+def fig7(size, progress=False, backbone="tiny") -> pd.DataFrame:
     rows = []
-    cfgs = fig7_configs(size)
+    cfgs = fig7_configs(size, backbone)
     for i, (cfg, r) in enumerate(zip(cfgs, run_all(cfgs, progress))):
         sweep = "alpha" if i < len(ALPHAS[size]) else "beta"
         rows.append({"sweep": sweep, "value": cfg.alpha if sweep == "alpha" else cfg.beta, **r.overall()})
@@ -145,23 +165,49 @@ def heating(cfg: FellrecConfig) -> pd.DataFrame:
     return r.rounds[["round", "client", "loss", "w"]].assign(round=lambda d: d["round"] + 1)
 
 
-def probes(size) -> pd.DataFrame:
+def zero_shot(size) -> pd.DataFrame:
+    """Popularity and the untuned MiniLM (fresh adapters change nothing) on the clients' users' test items."""
+    from ..fed.engine import use_threads
+    from .federated import dataset, evaluate, foundation
+    from .metrics import rank_metrics
+
+    use_threads()
+    cfg = base(size, "minilm")
+    data = dataset(cfg)
+    users = data.client_users
+    counts = np.bincount(np.concatenate([data.train(u) for u in users]), minlength=data.n_items)
+    import torch
+
+    from .data import eval_inputs
+
+    _, _, seen, targets = eval_inputs(data, users, cfg.history, "test")
+    pop = rank_metrics(torch.as_tensor(counts, dtype=torch.float64).repeat(len(users), 1), seen, targets)
+    zs = evaluate(foundation(cfg, data), data, users, cfg.history, "test")
+    rows = []
+    for name, m in (("popularity", pop), ("zero-shot", zs)):
+        rows.append({"method": name, **{k: float(v.mean()) for k, v in m.items()}, "R@10_std": 0.0, "seeds": 1})
+    return pd.DataFrame(rows)
+
+
+def probes(size, backbone="tiny") -> pd.DataFrame:
     from ..fed.engine import use_threads
     from .federated import dataset, foundation
 
     use_threads()
     from .probes import probe_similarity
 
-    cfg = base(size)
-    rows = 600 if size == "smoke" else 3000
+    cfg = base(size, backbone)
+    rows = (300 if backbone == "minilm" else 600) if size == "smoke" else 3000  # MiniLM: 384-wide probes
     return probe_similarity(foundation(cfg), dataset(cfg), cfg.history, max_rows=rows)
 
 
-def costs(size) -> pd.DataFrame:
+def costs(size, backbone="tiny") -> pd.DataFrame:
     from ..fed.engine import use_threads
     from .costs import cost_table
 
     use_threads()
+    if backbone == "minilm":
+        return cost_table(base(size, backbone), max_samples=32 if size == "smoke" else 128)
     return cost_table(base(size), max_samples=64 if size == "smoke" else 512)
 
 
@@ -172,4 +218,4 @@ def summary_check(t1: pd.DataFrame) -> dict:
             "fedavg_imbalance": float(f.loc["fedavg", "imbalance"])}
 
 
-__all__ = ["base", "table1", "table4", "table6", "fig5", "fig6", "fig7", "probes", "costs", "heating", "model_size", "np"]
+__all__ = ["base", "zero_shot", "table1", "table4", "table6", "fig5", "fig6", "fig7", "probes", "costs", "heating", "model_size", "np"]

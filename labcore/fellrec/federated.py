@@ -27,6 +27,7 @@ from .data import SeqData, eval_inputs, load, windows
 from .metrics import rank_metrics
 from .model import GPTRec, freeze_base, get_state, make_model, set_lora, tuned_names
 from .offload import Channel, full_step, split, split_step
+from .recformer import TextRec, few_shot, make_textrec, user_scores
 
 FOUNDATION_FIELDS = ("dataset", "item_text", "max_users", "history", "foundation_share", "vocab_size", "data_seed",
                      "n_layer", "n_embd", "n_head", "lora_rank", "lora_alpha", "pretrain_epochs", "pretrain_lr")
@@ -53,8 +54,11 @@ def batches(n: int, size: int, gen: torch.Generator):
 
 # --- the foundation model ---------------------------------------------------------------------------------
 def foundation(cfg: FellrecConfig, data: SeqData | None = None) -> GPTRec:
-    """The base model pre-trained (all weights) on the foundation users' full sequences; cached."""
+    """The base model pre-trained (all weights) on the foundation users' full sequences; cached.
+    backbone=minilm: the general-purpose all-MiniLM-L6-v2 as it is, with fresh adapters (nothing pre-trained here)."""
     data = data or dataset(cfg)
+    if cfg.backbone == "minilm":
+        return make_textrec(cfg, data)
     from ..typed_config import hash_key
 
     key = hash_key({f: getattr(cfg, f) for f in FOUNDATION_FIELDS}, "found-")
@@ -87,6 +91,8 @@ def foundation(cfg: FellrecConfig, data: SeqData | None = None) -> GPTRec:
 def evaluate(model: GPTRec, data: SeqData, users: np.ndarray, history: int, part: str = "test") -> dict:
     """Per-user full-ranking metrics of `users` (arrays), scored at each user's last history position."""
     x, last, seen, targets = eval_inputs(data, users, history, part)
+    if isinstance(model, TextRec):
+        return rank_metrics(user_scores(model, x), seen, targets)
     logits, _ = model(torch.as_tensor(x))
     scores = logits[torch.arange(len(users)), torch.as_tensor(last)]
     return rank_metrics(scores, seen, targets)
@@ -97,6 +103,8 @@ def local_train(model: GPTRec, params, x, y, cfg: FellrecConfig, gen: torch.Gene
                 prox: dict | None = None, prox_mu: float = 0.0) -> float:
     """`local_epochs` of Adam on the adapters over (x, y); FedProx/Ditto add mu/2 ||R - prox||^2.
     Through the split model when a channel is given. Returns the mean batch loss."""
+    if isinstance(model, TextRec):  # the item table of this round, under the adapters training starts from
+        model.refresh_items()
     opt = torch.optim.Adam(params, lr=cfg.lr)
     names = {id(p): n for n, p in model.named_parameters()}
     halves = split(model, cfg.client_layers) if channel is not None else None
@@ -180,9 +188,12 @@ def _train(cfg: FellrecConfig, progress: bool) -> FedResult:
     params = freeze_base(model, cfg.tune)
     names = tuned_names(model, cfg.tune)
     init = get_state(model, names)
-    n = cfg.n_layer
+    n = cfg.depth()
     device_layers = (list(range(1, cfg.client_layers + 1)) + [n]) if cfg.offload else list(range(1, n + 1))
-    local = [tuple(torch.as_tensor(a) for a in windows(data, g, cfg.history)) for g in groups]
+    if cfg.backbone == "minilm":  # the few-shot next-item samples, each client holding its users' share
+        local = few_shot(data, groups, cfg.history, cfg.samples, cfg.data_seed)
+    else:
+        local = [tuple(torch.as_tensor(a) for a in windows(data, g, cfg.history)) for g in groups]
     sizes = [len(x) for x, _ in local]
     C = len(groups)
     states = [dict(init) for _ in range(C)]  # what each client starts its next round from

@@ -24,6 +24,7 @@ import torch.nn as nn
 
 from ..net.message import array_part, deserialize_parts, serialize_part
 from .model import GPTRec
+from .recformer import TextDeviceHalf, TextRec, text_split, text_split_step
 
 
 class DeviceHalf(nn.Module):
@@ -71,6 +72,8 @@ class ServerHalf(nn.Module):
 
 
 def split(model: GPTRec, k: int) -> tuple[DeviceHalf, ServerHalf]:
+    if isinstance(model, TextRec):
+        return text_split(model, k)
     n = model.config.n_layer
     if not 1 <= k <= n - 2:
         raise ValueError(f"client_layers={k} is invalid: allowed range is 1..{n - 2} (k + 1 < N = {n})")
@@ -99,6 +102,8 @@ class Channel:
 def split_step(device: DeviceHalf, server: ServerHalf, x, y, channel: Channel) -> torch.Tensor:
     """One forward and backward pass across the split; gradients land in the parameters' .grad.
     `channel.seconds` collects the device's and the server's compute time."""
+    if isinstance(device, TextDeviceHalf):
+        return text_split_step(device, server, x, y, channel)
     tic = time.perf_counter
     t0 = tic()
     model = device.model_ref[0]

@@ -7,18 +7,21 @@ from labcore.app.charts import chart
 from labcore.app.url_widgets import UrlWidgets
 
 
+BACKBONES = {"minilm": "all-MiniLM-L6-v2 (6 layers, RecFormer style)", "tiny": "small transformer (8 layers)"}
+
+
 @st.cache_data(show_spinner=False)
-def _costs(k_max: int):
+def _costs(backbone: str):
     from labcore.fellrec.experiments import costs
 
-    return costs("smoke")
+    return costs("smoke", backbone)
 
 
 @st.cache_data(show_spinner=False)
-def _probes():
+def _probes(backbone: str):
     from labcore.fellrec.experiments import probes
 
-    return probes("smoke")
+    return probes("smoke", backbone)
 
 
 def _stored(card_id: str):
@@ -32,10 +35,12 @@ def render() -> None:
     from labcore.fellrec.aggregate import warmup
 
     st.title("FELLRec: federated fine-tuning of a language-model recommender")
-    st.caption("A small transformer reads each user's movies by their titles; clients fine-tune LoRA adapters; "
+    st.caption("A language model reads each user's movies by their titles; clients fine-tune LoRA adapters; "
                "FELLRec aggregates by similarity of the adapters and heats each client up by its loss.")
     ui = UrlWidgets("fellrec")
     ui.warnings()
+    backbone = ui.select("backbone", "backbone", list(BACKBONES), default="minilm", format_func=BACKBONES.get)
+    n_layers = 6 if backbone == "minilm" else 8
 
     st.header("Curriculum heating (eq. 4)")
     c1, c2 = st.columns(2)
@@ -49,10 +54,10 @@ def render() -> None:
                "approach 1. Larger alpha or smaller beta heat faster.")
 
     st.header("Layer offloading: what k costs and what it exposes")
-    k = ui.slider("k", "k: layers 1..k and N stay on the device", 1, 6, default=2)
-    with st.spinner("measuring device memory and bytes for every k (smoke model)"):
-        cost = _costs(6)
-        probes = _probes()
+    k = ui.slider("k", f"k: layers 1..k and {n_layers} stay on the device", 1, n_layers - 2, default=2)
+    with st.spinner("measuring device memory and bytes for every k (smoke size)"):
+        cost = _costs(backbone)
+        probes = _probes(backbone)
     row = cost[(cost["k"] == k) & cost["offload"]].iloc[0]
     m1, m2, m3 = st.columns(3)
     m1.metric("device memory", f"{row['device_memory_MiB']:.3f} MiB")
@@ -66,7 +71,8 @@ def render() -> None:
                 "Choose the smallest k whose probe similarity is low enough for your threat model.")
 
     st.header("Stored full-size reproductions")
-    for cid in cards.CARD_IDS:
+    ids = cards.MINILM_CARD_IDS if backbone == "minilm" else cards.CARD_IDS
+    for cid in ids:
         res = _stored(cid)
         with st.expander(cards.CARDS[cid].title, expanded=False):
             st.text(cards.CARDS[cid].describe())

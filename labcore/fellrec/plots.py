@@ -15,12 +15,12 @@ def _title(t: str, smoke: bool) -> str:
     return wrapped(t) + (SMOKE_NOTE if smoke else "")
 
 
-def methods_bars(ours: pd.DataFrame, paper: pd.DataFrame, smoke: bool = False):
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("ours: ML-100K, small<br>transformer",
-                                                         "paper: Games,<br>BIGRec backend"))
+def methods_bars(ours: pd.DataFrame, paper: pd.DataFrame, smoke: bool = False, backend: str = "BIGRec",
+                 ours_label: str = "ours: ML-100K, small<br>transformer"):
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(ours_label, f"paper: Games,<br>{backend} backend"))
     for m in ("R@10", "R@20", "N@10", "N@20"):
         fig.add_bar(x=ours["method"], y=ours[m], name=f"ours {m}", row=1, col=1)
-        p = paper[paper["backend"] == "BIGRec"] if "backend" in paper else paper
+        p = paper[paper["backend"] == backend] if "backend" in paper else paper
         if len(p):
             fig.add_bar(x=p["method"], y=p[m], name=f"paper {m}", row=1, col=2)
     fig.update_layout(title=_title("Table 1: overall accuracy by method", smoke), barmode="group",
