@@ -33,3 +33,16 @@ def test_the_hr_card_computes_at_smoke_size():
     assert len(card.compare(ours)) == 3
     eps = ours[ours.sigma > 0].sort_values("sigma")["epsilon"].tolist()
     assert eps[0] > eps[-1]  # more noise, less epsilon
+
+
+def test_every_preset_opens_the_privacy_page_with_values_it_offers():
+    from labcore.dp import page, presets
+    offered = {"_dp_mode": ("central", "distributed", "local"), "_dp_inv_dp": ("0", "0.01", "0.03", "0.1", "0.3")}
+    for p in presets.PRESETS:
+        assert p.page == "privacy"
+        for name, value in p.query.items():
+            if name in offered:
+                assert value in offered[name], (p.id, name, value)
+            else:
+                assert name == "_dp_sigma" and 0.1 <= float(value) <= 8.0, (p.id, name, value)
+    assert page.render
