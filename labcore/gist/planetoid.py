@@ -166,6 +166,7 @@ def _numpy_reconstruct():
 _ALLOWED = {
     ("numpy", "ndarray"): lambda: np.ndarray,
     ("numpy", "dtype"): lambda: np.dtype,
+    ("_codecs", "encode"): lambda: __import__("codecs").encode,  # Python 3's protocol-2 pickle of an array's bytes
     ("numpy.core.multiarray", "_reconstruct"): _numpy_reconstruct,
     ("numpy._core.multiarray", "_reconstruct"): _numpy_reconstruct,
     # SciPy's old module paths (deprecated, gone in SciPy 2.0) and the current ones: the class from scipy.sparse
@@ -189,7 +190,7 @@ class PlanetoidUnpickler(pickle.Unpickler):
         make = _ALLOWED.get((module, name))
         if make is None:
             raise PlanetoidError(f"{self.path}: refusing to load {module}.{name}: a Planetoid file holds only numpy "
-                                 "arrays, scipy CSR matrices, lists and a defaultdict (the file is not a Planetoid "
+                                 "arrays, scipy CSR matrices, lists and dicts (the file is not a Planetoid "
                                  "file, or was tampered with)")
         return make()
 
