@@ -83,7 +83,7 @@ def _n_users(cfg: RunConfig) -> int:
 
 def inversion_table(size: str) -> pd.DataFrame:
     """PSNR of the reconstruction of one 8x8 digit (one local step) under each defense, over seeds."""
-    from ..privacy import inversion as inv
+    from . import inversion as inv
     seeds = (0, 1, 2) if size == "full" else (0,)
     iters = 600 if size == "full" else 150
     names = [n for n in inv.DEFENSES if size == "full" or n != "batch of 8"]  # batch of 8: minutes at 600 steps

@@ -38,7 +38,7 @@ def _curious(cfg_dict: dict) -> dict:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _invert(setup: dict):
-    from labcore.privacy import inversion as inv
+    from labcore.dp import inversion as inv
     r = inv.attack(inv.Setup(**setup))
     return r.originals, r.reconstructions, r.psnr, r.mean_image_psnr
 

@@ -79,8 +79,8 @@ def clip_updates(updates: torch.Tensor, clip: float) -> torch.Tensor:
 
 
 def clip_rows(rows, clip: float):
-    """`clip_updates` of a RowUpdate (labcore.fed.local_train): each client's rows scaled by its factor."""
-    from ..fed.local_train import RowUpdate
+    """`clip_updates` of a RowUpdate (labcore.fed.updates): each client's rows scaled by its factor."""
+    from ..fed.updates import RowUpdate
     if math.isinf(clip):
         return rows
     # each row's norm in one fused pass (float32, relative error ~1e-7), squared and added up per client in float64

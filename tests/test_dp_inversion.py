@@ -2,7 +2,7 @@
 and each defense degrades it (measured PSNR, against the dataset-mean image's PSNR: the chance baseline)."""
 import pytest
 
-from labcore.privacy import inversion as I
+from labcore.dp import inversion as I
 
 BASE = I.Setup(iterations=250)
 

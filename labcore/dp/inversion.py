@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from scipy.optimize import linear_sum_assignment
 
-from . import dp
+from ..privacy import dp
 
 SIDE = 8  # the digits are 8 x 8
 
