@@ -49,7 +49,7 @@ def test_exercises_say_what_to_fill_and_accept_right_answers():
 def test_page_renders_and_k_moves_memory():
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(str(ROOT / "labcore/fellrec/page.py"), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "labcore/fellrec/page.py"), default_timeout=600)  # MiniLM smoke probes and costs, live
     at.run()
     assert not at.exception
     mem = lambda: float(at.metric[0].value.split()[0]) if False else float(
