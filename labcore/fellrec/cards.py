@@ -10,37 +10,14 @@ import numpy as np
 import pandas as pd
 
 from ..figures.registry import FigureCard
-from ..figures.registry import register as _register
 from . import experiments as E
 from . import plots
+from .card_kit import CARDS, _cmp_fig4, _row, _smoke, _with_size, register
 from .paper import SUBSTITUTION, TABLE1, TABLE4, TABLE6
 
 DATASET = "ml-100k (full) / synthetic (smoke)"
 MODEL_NOTE = ("Model: 8 layers, width 32, 2 heads, LoRA r=4 on the attention projections (129,266 "
               "parameters, 6,144 of them LoRA), pre-trained on 20% of the users; 5 rounds of one local epoch.")
-
-
-CARDS: dict[str, FigureCard] = {}  # this topic's cards by id (read without loading every topic's cards)
-
-
-def register(card: FigureCard) -> FigureCard:
-    CARDS[card.id] = card
-    return _register(card)
-
-
-def _smoke(ours) -> bool:
-    return "size" in ours and len(ours) and ours["size"].iloc[0] == "smoke"
-
-
-def _with_size(fn):
-    def compute(size, progress):
-        out = fn(size, progress) if fn.__code__.co_argcount == 2 else fn(size)
-        return out.assign(size=size)
-    return compute
-
-
-def _row(q, paper, ours, ok, note=""):
-    return {"quantity": q, "paper": paper, "ours": ours, "ok": ok, "note": note}
 
 
 # --- Table 1 -------------------------------------------------------------------------------------------------------
@@ -148,21 +125,6 @@ register(FigureCard(
 
 
 # --- Fig. 4 / Table 3 --------------------------------------------------------------------------------------------
-def _cmp_fig4(ours, paper):
-    off = ours[ours["offload"]].sort_values("k")
-    steps = np.diff(off["device_param_MiB"].to_numpy())
-    linear = bool(np.allclose(steps, steps[0], rtol=1e-4))  # the stored CSV keeps 6 significant digits
-    exact = bool((off["upload_bytes"] == off["table3_upload_bytes"]).all())
-    fed = ours[~ours["offload"]]
-    return pd.DataFrame([
-        _row("device parameters grow by one layer per k (O(k+1))", "O(k+1)", f"{steps[0] * 2**20:.0f} B per k", linear),
-        _row("measured upload = (k+1) b + 2c", "O((k+1) b + 2c)", "equal for every k" if exact else "differs", exact),
-        _row("device memory at k=1 vs no offloading", "O(k+1) vs O(N)",
-             f"{off['device_memory_MiB'].iloc[0]:.2f} vs {fed['device_memory_MiB'].iloc[0]:.2f} MiB",
-             bool(off["device_memory_MiB"].iloc[0] < fed["device_memory_MiB"].iloc[0])),
-    ])
-
-
 register(FigureCard(
     id="fellrec-fig4-costs", title="Fig. 4 / Table 3: device memory, bytes and time against k",
     caption="Figure 4: the time (s) and memory (MiB) cost for different values of k; Table 3: Cost of FELLRec "

@@ -12,7 +12,7 @@ import pandas as pd
 from ..figures.registry import FigureCard
 from . import experiments as E
 from . import plots
-from .cards import _cmp_fig4, _row, _smoke, _with_size, register
+from .card_kit import _cmp_fig4, _row, _smoke, _with_size, register
 from .paper import TABLE1, TABLE4, TABLE6
 
 B = "minilm"

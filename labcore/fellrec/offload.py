@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from contextlib import contextmanager
 
 import numpy as np
 import torch
 import torch.nn as nn
 
 from ..net.message import array_part, deserialize_parts, serialize_part
+from .memory import param_bytes, saved_activation_bytes
 from .model import GPTRec
 from .recformer import TextDeviceHalf, TextRec, text_split, text_split_step
 
@@ -144,26 +144,6 @@ def full_step(model: GPTRec, x, y) -> torch.Tensor:
 
 
 # --- device memory --------------------------------------------------------------------------------------------
-def param_bytes(module: nn.Module) -> int:
-    seen, total = set(), 0
-    for p in module.parameters():
-        if id(p) not in seen:
-            seen.add(id(p))
-            total += p.numel() * p.element_size()
-    return total
-
-
-@contextmanager
-def saved_activation_bytes(counter: list):
-    """Adds to counter[0] the bytes of every tensor autograd keeps for the backward pass (activations)."""
-    def pack(t):
-        counter[0] += t.numel() * t.element_size()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        yield
-
-
 def device_memory(model: GPTRec, k: int | None, x, y) -> dict:
     """Measured bytes the device holds for one training batch: its parameters and its saved activations.
 

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 
 from . import minilm
 from .data import PAD_ITEM, SeqData
+from .memory import param_bytes, saved_activation_bytes
 
 CLS, SEP, PAD = 101, 102, 0  # MiniLM's (bert-base-uncased's) special token ids
 
@@ -262,7 +263,6 @@ def text_split_step(device: TextDeviceHalf, server: TextServerHalf, x, y, channe
 def text_device_memory(model: TextRec, k: int | None, x, y) -> dict:
     """Bytes the device holds for one training batch: its parameters and the tensors autograd saves on it.
     k=None: no offloading (the device runs every layer)."""
-    from .offload import param_bytes, saved_activation_bytes
 
     model.zero_grad(set_to_none=True)
     if model.items is None:
