@@ -228,3 +228,36 @@ def test_a_process_stopped_by_sigint_then_by_sigkill_resumes_exactly(tmp_path):
     pd.testing.assert_frame_equal(stored.table.drop(columns=MEASURED), straight.table.drop(columns=MEASURED),
                                   check_exact=True)
     pd.testing.assert_frame_equal(stored.ledger, straight.ledger, check_exact=True)
+
+
+def test_a_notebook_kernel_interrupt_resumes_exactly(tmp_path):
+    """Jupyter's interrupt (the ■ button: SIGINT to a real ipykernel) mid-run, then the same cell again: the
+    stored tables are those of one run straight through."""
+    from jupyter_client.manager import start_new_kernel
+
+    cfg = RunConfig(**CLI_CFG)
+    folder = tmp_path / cfg.key()
+    env = dict(os.environ, LABCORE_CACHE=str(tmp_path), PYTHONPATH=str(ROOT), LABCORE_THREADS="1")
+    km, kc = start_new_kernel(kernel_name="python3", env=env, cwd=str(ROOT))
+    cell = f"import labcore\nres = labcore.run(labcore.RunConfig(**{CLI_CFG!r}), progress=False)\nres.complete"
+    try:
+        kc.execute(cell)
+        deadline = time.monotonic() + 600
+        while not (folder / CHECKPOINT).exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        km.interrupt_kernel()
+        reply = kc.get_shell_msg(timeout=600)["content"]
+        assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt", reply
+        assert not (folder / "result.json").exists(), "the run ended before the interrupt: raise rounds"
+        at_interrupt = _assert_consistent_checkpoint(folder)
+        assert 0 < at_interrupt < CLI_CFG["rounds"]
+        reply = kc.execute_interactive(cell, timeout=600)["content"]  # the same cell again: resumes
+        assert reply["status"] == "ok", reply
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    straight = run(cfg, use_cache=False, progress=False)
+    stored = Result.load(folder)
+    pd.testing.assert_frame_equal(stored.table.drop(columns=MEASURED), straight.table.drop(columns=MEASURED),
+                                  check_exact=True)
+    pd.testing.assert_frame_equal(stored.ledger, straight.ledger, check_exact=True)
