@@ -1,5 +1,5 @@
 """What both backbones' FELLRec cards share: the topic's card dict, the registration, the row shape of a
-comparison, and Fig. 4's check (the offloading costs, the same on either backbone)."""
+comparison, and the checks of Figs. 3 and 4 (the probes and the offloading costs, the same on either backbone)."""
 from __future__ import annotations
 
 import numpy as np
@@ -45,3 +45,15 @@ def _cmp_fig4(ours, paper):
              f"{off['device_memory_MiB'].iloc[0]:.2f} vs {fed['device_memory_MiB'].iloc[0]:.2f} MiB",
              bool(off["device_memory_MiB"].iloc[0] < fed["device_memory_MiB"].iloc[0])),
     ])
+
+
+def _cmp_fig3(ours, paper):
+    """The probes' similarity falls with depth: the linear probe's is checked (the claim), the MLP probe's shown."""
+    rows = []
+    for kind, g in ours.groupby("probe"):
+        g = g.sort_values("layer")
+        first, deep = float(g["similarity"].iloc[0]), float(g["similarity"].iloc[-2])
+        rows.append(_row(f"{kind} probe: layer 1 vs layer N-1", "falls with depth", f"{first:.3f} -> {deep:.3f}",
+                         bool(deep < first) if kind == "linear" else None,
+                         "claim, as stated (linear probe)" if kind == "linear" else "shown"))
+    return pd.DataFrame(rows)

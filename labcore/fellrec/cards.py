@@ -12,7 +12,7 @@ import pandas as pd
 from ..figures.registry import FigureCard
 from . import experiments as E
 from . import plots
-from .card_kit import CARDS, _cmp_fig4, _row, _smoke, _with_size, register
+from .card_kit import CARDS, _cmp_fig3, _cmp_fig4, _row, _smoke, _with_size, register
 from .paper import SUBSTITUTION, TABLE1, TABLE4, TABLE6
 
 DATASET = "ml-100k (full) / synthetic (smoke)"
@@ -99,17 +99,6 @@ register(FigureCard(
 
 
 # --- Fig. 3 --------------------------------------------------------------------------------------------------------
-def _cmp_fig3(ours, paper):
-    rows = []
-    for kind, g in ours.groupby("probe"):
-        g = g.sort_values("layer")
-        first, deep = float(g["similarity"].iloc[0]), float(g["similarity"].iloc[-2])
-        rows.append(_row(f"{kind} probe: layer 1 vs layer N-1", "falls with depth",
-                         f"{first:.3f} -> {deep:.3f}", bool(deep < first) if kind == "linear" else None,
-                         "the linear probe is checked; the MLP probe is shown"))
-    return pd.DataFrame(rows)
-
-
 register(FigureCard(
     id="fellrec-fig3-probes", title="Fig. 3: probe attacks on each layer's output",
     caption="Figure 3: similarity between input embeddings and predicted input embeddings according to extracted "

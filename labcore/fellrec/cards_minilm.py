@@ -12,7 +12,7 @@ import pandas as pd
 from ..figures.registry import FigureCard
 from . import experiments as E
 from . import plots
-from .card_kit import _cmp_fig4, _row, _smoke, _with_size, register
+from .card_kit import _cmp_fig3, _cmp_fig4, _row, _smoke, _with_size, register
 from .paper import TABLE1, TABLE4, TABLE6
 
 B = "minilm"
@@ -122,17 +122,6 @@ register(FigureCard(
     tolerance_text="claim as stated: FELLRec >= FedAvg for every c", expected="FELLRec at or above FedAvg for every c.",
     columns=("c", "method", "R@10"), notes=(SUBSTITUTION, SIZE_NOTE, "c in {0.1, 0.5, 1} at full size."),
     paper_ref="Table 6 (Games, BIGRec)", dataset=DATASET))
-
-
-def _cmp_fig3(ours, paper):
-    rows = []
-    for kind, g in ours.groupby("probe"):
-        g = g.sort_values("layer")
-        first, deep = float(g["similarity"].iloc[0]), float(g["similarity"].iloc[-2])
-        rows.append(_row(f"{kind} probe: layer 1 vs layer 5", "falls with depth", f"{first:.3f} -> {deep:.3f}",
-                         bool(deep < first) if kind == "linear" else None,
-                         "claim, as stated (linear probe)" if kind == "linear" else SHOWN))
-    return pd.DataFrame(rows)
 
 
 register(FigureCard(
