@@ -48,7 +48,7 @@ def _one_round(cfg, data):
     (dict(ckks_scale_bits=55), r"ckks_scale_bits=55 overflows.*first prime.*\(60, ckks_scale_bits, 60\)"),
     (dict(ckks_scale_bits=50, ckks_coeff_bits=(60, 40, 60)), r"ckks_scale_bits=50 overflows.*inner prime"),
     (dict(ckks_coeff_bits=(60, 60)), r"ckks_coeff_bits=\(60, 60\) needs at least 3 primes"),
-    (dict(ckks_coeff_bits=[60, "x", 60]), r"ckks_coeff_bits=.*tuple of prime sizes"),
+    (dict(ckks_coeff_bits=[60, "x", 60]), r"ckks_coeff_bits=.*tuple (of prime sizes|\(a JSON list\) of numbers)"),
     (dict(paillier_key_bits=1000), r"paillier_key_bits=1000 .*1024..8192"),
     (dict(paillier_key_bits=1100), r"paillier_key_bits=1100 .*multiple of 256"),
 ])

@@ -860,7 +860,7 @@ def train_rounds(sim, folder: Path | None, *, should_stop: Callable[[], bool] | 
     res = sim.result(complete)
     if folder is not None:
         if complete:  # the timing first: a result.json marks the run as stored
-            _check_whole(res.table, cfg.rounds)
+            _check_whole(res.table, sim.round)  # every round played, once (a DP budget may stop it early)
             save_timing(folder, time.perf_counter() - t0, clock.now() - c0, clock.name, started, cfg.rounds)
             res.save(folder)
             (folder / CHECKPOINT).unlink(missing_ok=True)
