@@ -241,12 +241,15 @@ def test_a_notebook_kernel_interrupt_resumes_exactly(tmp_path):
     km, kc = start_new_kernel(kernel_name="python3", env=env, cwd=str(ROOT))
     cell = f"import labcore\nres = labcore.run(labcore.RunConfig(**{CLI_CFG!r}), progress=False)\nres.complete"
     try:
-        kc.execute(cell)
+        msg_id = kc.execute(cell)
         deadline = time.monotonic() + 600
         while not (folder / CHECKPOINT).exists() and time.monotonic() < deadline:
             time.sleep(0.02)
         km.interrupt_kernel()
-        reply = kc.get_shell_msg(timeout=600)["content"]
+        reply = kc.get_shell_msg(timeout=600)
+        while reply["parent_header"].get("msg_id") != msg_id:  # skip the kernel-info reply of the start
+            reply = kc.get_shell_msg(timeout=600)
+        reply = reply["content"]
         assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt", reply
         assert not (folder / "result.json").exists(), "the run ended before the interrupt: raise rounds"
         at_interrupt = _assert_consistent_checkpoint(folder)
