@@ -26,7 +26,9 @@ def test_fellrec_run_heats_and_is_deterministic():
     assert led[("up", "hidden_k")] > 0 and led[("up", "lora")] > 0  # offloading ran: embeddings crossed
 
 
-@pytest.mark.parametrize("cid", cards.CARD_IDS + cards.MINILM_CARD_IDS)
+# the MiniLM cards train the real language model even at smoke size (minutes on 2 cores): marker `minilm`
+@pytest.mark.parametrize("cid", list(cards.CARD_IDS) + [pytest.param(c, marks=pytest.mark.minilm)
+                                                         for c in cards.MINILM_CARD_IDS])
 def test_card_smoke_computes_and_plots(cid):
     card = cards.CARDS[cid]
     ours = card.compute("smoke")
@@ -46,6 +48,7 @@ def test_exercises_say_what_to_fill_and_accept_right_answers():
     assert ex.check_upload_bytes(..., 2).ok is None
 
 
+@pytest.mark.minilm
 def test_page_renders_and_k_moves_memory():
     from streamlit.testing.v1 import AppTest
 
