@@ -18,8 +18,9 @@ until its heartbeat expired ("2 sessions watching" after one refresh, 3 after tw
 installed (`watch_sessions`, done by app.py with Streamlit's own list of connected sessions) a watcher whose
 session has been gone for `GONE_S` is dropped at once.
 
-A `Task` is the same for work that is not a stored run (the Encryption page's curious-server attack): it
-waits for a training slot like a run, checks `should_stop` between its rounds and is kept in memory.
+A `Task` is the same for work that is not a stored run (the Encryption page's curious-server attack, the topic
+pages' simulations): it waits for a training slot like a run, checks `should_stop` between its rounds, reports
+its progress and is kept in memory.
 
 Finished runs are saved in the core's on-disk cache (`<cache>/<cfg.key()>/`,
 the layout `labcore.run` reads and writes), so the CLI, the notebooks and the
@@ -263,22 +264,33 @@ class Stopped(Exception):
 
 
 class Task(Watched):
-    """A bounded piece of work that is not a stored run (the Encryption page's curious-server attack): `fn(should_stop)`
-    runs in a training slot and returns the result; it checks `should_stop()` between its steps (rounds) and
-    returns None or raises `Stopped` when it is true. Shared by the sessions asking for the same key."""
+    """A bounded piece of work that is not a stored run (the Encryption page's curious-server attack, a topic page's
+    simulation): `fn(task)` runs in a training slot and returns the result; it checks `task.should_stop()` between
+    its steps (rounds) and returns None or raises `Stopped` when it is true, and may call `task.report(fraction,
+    text)` for the watchers' progress bar. Shared by the sessions asking for the same key."""
 
-    def __init__(self, key: str, fn: Callable[[Callable[[], bool]], object],
-                 slots: threading.Semaphore | None = None):
+    def __init__(self, key: str, fn: Callable[["Task"], object], slots: threading.Semaphore | None = None):
         super().__init__(f"labcore-task-{key}", slots)
         self.key, self._fn = key, fn
         self.result = None
+        self.progress: tuple[float, str] | None = None
+        self.partial = None  # what the work has so far, for the pages that draw it live
+
+    def report(self, fraction: float, text: str = "", partial=None) -> None:
+        """How far the work is (0..1) and, if given, its partial result, for the pages that watch it."""
+        self.progress = (min(max(float(fraction), 0.0), 1.0), text)
+        if partial is not None:
+            self.partial = partial
+        self._publish(None)
+        if self.should_stop():
+            raise Stopped
 
     def _keep(self, res) -> None:
         self.result = res
 
     def _work(self) -> None:
         try:
-            res, error = self._fn(self.should_stop), None
+            res, error = self._fn(self), None
         except Stopped:
             res, error = None, None
         except Exception as e:  # shown to the watchers; the next request retries
@@ -327,7 +339,7 @@ class JobHub:
             self._prune()
         return job.start()
 
-    def task(self, key: str, fn: Callable[[Callable[[], bool]], object], session: str) -> Task:
+    def task(self, key: str, fn: Callable[[Task], object], session: str) -> Task:
         """The task under `key` (running or finished), started with `fn` if needed, with `session` watching it.
 
         Tasks share the training slots and the bound on running work with the runs."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Sequence, TypeVar
 
 import streamlit as st
 
@@ -28,7 +28,7 @@ from ..data.base import InteractionData
 from ..fed.engine import check_fits, default_cache_dir
 from ..net.wallclock import recompute, training_config
 from ..results import Result
-from . import budget, jobs
+from . import budget, jobs, notices
 
 STATUS_S = 0.75  # with a browser: progress and numbers are redrawn this often while runs train ...
 CHART_S = 2.0  # ... and charts this often, when few sessions watch
@@ -39,6 +39,7 @@ FIRST_WAIT_S = 0.4  # a new run gets this long to publish its first round before
 STOP_WAIT_S = 3.0  # Stop waits at most this long for the run to end its round
 POLL_S = 0.1  # without a browser: how long the loop waits for a publish before checking again
 REDRAW_S = 0.3  # without a browser: at most this often the loop redraws
+T = TypeVar("T")
 
 
 @st.cache_resource(show_spinner=False)
@@ -418,11 +419,11 @@ def curious_server(cfgs: Sequence[RunConfig], rounds: int, real_clients: int | N
 
     data = [dataset(c) for c in cfgs]
 
-    def work(should_stop):
+    def work(task: jobs.Task):
         out = []
         for c, d in zip(cfgs, data):
             r = attack(c, rounds=rounds, data=d, real_clients=real_clients if c.encryption != "none" else None,
-                       should_stop=should_stop)
+                       should_stop=task.should_stop)
             if r is None:
                 raise jobs.Stopped
             out.append(r)
@@ -432,7 +433,7 @@ def curious_server(cfgs: Sequence[RunConfig], rounds: int, real_clients: int | N
     return hub().task(key, work, session_id())
 
 
-def task_done(page: str, task: jobs.Task, waiting: str) -> bool:
+def task_done(page: str, task: jobs.Task, waiting: str, draw: Callable[[object], None] | None = None) -> bool:
     """Whether `task` is done; while it is not, a status line (`waiting`) that this session keeps the task alive
     with. In a browser the line is a fragment that reruns the page when the task ends; without one (AppTest)
     this call waits for the task."""
@@ -454,6 +455,33 @@ def task_done(page: str, task: jobs.Task, waiting: str) -> bool:
                     "one. It starts by itself.", icon=":material/hourglass_top:")
         else:
             st.info(waiting, icon=":material/hourglass_top:")
+            if task.progress is not None:
+                st.progress(*task.progress)
+            if draw is not None and task.partial is not None:
+                draw(task.partial)
 
     st.fragment(status, run_every=STATUS_S)()
     return False
+
+
+def in_background(page: str, key: str, work: Callable[[jobs.Task], T], waiting: str,
+                  draw: Callable[[object], None] | None = None) -> T | None:
+    """`work(task)` as a task of the server's job queue, never in the page's thread: it waits for a training slot,
+    is shared by every session asking for the same `key` of `page`, reports progress through `task.report` and
+    stops when nobody watches. Returns its result once done; until then None, with a status line and, with
+    `draw`, its partial result drawn live (the page reruns when it ends). A failure is shown by name, like a
+    refused setting."""
+    try:
+        task = hub().task(f"{page}:{key}", work, session_id())
+    except jobs.Busy as e:
+        st.warning(str(e))
+        return None
+    if not task_done(page, task, waiting, draw):
+        return None
+    if task.error:
+        notices.error(task.error)
+        return None
+    if task.result is None:
+        st.info("Stopped before its end (nobody was watching it); it starts again on the next visit.")
+        return None
+    return task.result

@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from labcore.app.charts import chart
+from labcore.app.runs import in_background
 from labcore.app.url_widgets import UrlWidgets
 from labcore.completion import plots
 from labcore.completion.config import ALGORITHMS, LABELS, CompletionConfig, ConfigError
@@ -27,40 +28,41 @@ ASPECTS = (1, 2, 4)
 DATA = {"synthetic": "synthetic low-rank M*", "ml-100k": "MovieLens-100K ratings (error on held-out ratings)"}
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def _race(cfgs: tuple[CompletionConfig, ...]) -> pd.DataFrame:
-    from labcore.completion.harness import run_many
+def _race(cfgs: list[CompletionConfig]):
+    """Every config once (cached by key): the phase map's grid, as a task of the server's job queue."""
+    def work(task):
+        from labcore.completion.harness import run
 
-    return run_many(list(cfgs))
+        frames = []
+        for i, cfg in enumerate(cfgs):
+            frames.append(run(cfg))
+            task.report((i + 1) / len(cfgs), f"{i + 1} of {len(cfgs)} runs")
+        return pd.concat(frames, ignore_index=True)
+
+    return work
 
 
-def _live_race(cfgs: list[CompletionConfig], title: str) -> pd.DataFrame:
-    """Run the algorithms one after the other, redrawing as the harness logs (cached runs come back at once)."""
-    from labcore.completion.harness import run
+def _live_race(cfgs: list[CompletionConfig]):
+    """The algorithms one after the other, as a task of the server's job queue; its partial result (the rows
+    logged so far) is drawn live. Cached runs come back at once."""
+    def work(task):
+        from labcore.completion.harness import run
 
-    frame, bar = st.empty(), st.progress(0.0, text="racing...")
-    done: list[pd.DataFrame] = []
-    live: list[dict] = []
-    frames = [0]  # each redraw needs its own element key
+        done: list[pd.DataFrame] = []
+        for i, cfg in enumerate(cfgs):
+            live: list[dict] = []
+            text = f"{LABELS[cfg.algorithm]}: {cfg.budget_s:g} s budget"
+            task.report(i / len(cfgs), text)
 
-    def draw(rows: pd.DataFrame) -> None:
-        frames[0] += 1
-        chart(plots.race(rows, title), key=f"race-{frames[0]}", where=frame)
+            def on_log(row, i=i, text=text, live=live):
+                live.append(row)
+                if len(live) % 8 == 0:  # the harness's clock is stopped while it logs
+                    task.report(i / len(cfgs), text, pd.concat(done + [pd.DataFrame(live)], ignore_index=True))
 
-    for i, cfg in enumerate(cfgs):
-        bar.progress(i / len(cfgs), text=f"{LABELS[cfg.algorithm]}: {cfg.budget_s:g} s budget")
-        live.clear()
+            done.append(run(cfg, on_log=on_log))
+        return pd.concat(done, ignore_index=True)
 
-        def on_log(row, cfg=cfg):
-            live.append(row)
-            if len(live) % 8 == 0:  # drawing happens while the harness's clock is stopped
-                draw(pd.concat(done + [pd.DataFrame(live)], ignore_index=True))
-
-        done.append(run(cfg, on_log=on_log))
-    bar.empty()
-    out = pd.concat(done, ignore_index=True)
-    draw(out)
-    return out
+    return work
 
 
 def _problem_controls(ui: UrlWidgets) -> dict:
@@ -121,12 +123,13 @@ def render() -> None:
 
     tab_race, tab_map, tab_cards = st.tabs(["Live race", "Phase map", "The report's figures"])
     with tab_race:
+        df, title = None, base.describe().split(" on ", 1)[1]
         if runnable:
-            try:
-                df = _live_race(runnable, base.describe().split(" on ", 1)[1])
-            except FileNotFoundError as e:
-                st.error(str(e))
-                return
+            df = in_background("completion.race", ",".join(c.key() for c in runnable), _live_race(runnable),
+                               f"Racing {len(runnable)} algorithms, {base.budget_s:g} s each...",
+                               draw=lambda rows: chart(plots.race(rows, title), key="race-live"))
+        if df is not None:
+            chart(plots.race(df, title), key="race")
             best = df.groupby("label", as_index=False).agg(best_error=("error", "min"), steps=("iteration", "max"),
                                                            seconds=("t", "max"))
             best = best.sort_values("best_error").rename(columns={
@@ -146,14 +149,25 @@ def _phase_map(ui: UrlWidgets, base: CompletionConfig, algs: list[str]) -> None:
     st.markdown("Best error any chosen algorithm reached, over ranks and shares seen, at this page's n, kappa and "
                 "a 0.25 s budget each (crosses: below the information limit).")
     n = min(base.n, 300)
-    if not algs or not st.button(f"compute the phase map (n {n}, {len(PHASE_RANKS) * len(PHASE_SHARES)} problems x "
-                                 f"{len(algs)} algorithms)", key="completion.phase_go"):
+    if not algs:
         _stored_phase_map()
         return
-    cfgs = [c for c in grid_configs(n, PHASE_RANKS, PHASE_SHARES, (base.kappa,), 0.25, algorithms=tuple(algs),
-                                    log_points=6, skip_below_limit=False) if c.rank < n]
-    with st.spinner(f"{len(cfgs)} runs of 0.25 s..."):
-        df = _race(tuple(cfgs))
+    key = f"{n}:{base.kappa:g}:{','.join(algs)}"
+    if st.button(f"compute the phase map (n {n}, {len(PHASE_RANKS) * len(PHASE_SHARES)} problems x "
+                          f"{len(algs)} algorithms)", key="completion.phase_go"):
+        st.session_state["completion.map_asked"] = key  # kept over the reruns while it computes
+    if st.session_state.get("completion.map_asked") != key:
+        _stored_phase_map()
+        return
+    try:
+        cfgs = [c for c in grid_configs(n, PHASE_RANKS, PHASE_SHARES, (base.kappa,), 0.25, algorithms=tuple(algs),
+                                        log_points=6, skip_below_limit=False) if c.rank < n]
+    except ConfigError as e:
+        st.error(str(e))
+        return
+    df = in_background("completion.map", key, _race(cfgs), f"{len(cfgs)} runs of 0.25 s...")
+    if df is None:
+        return
     table = problems_table(df)
     limit = pd.DataFrame([c.problem_dict() for c in cfgs if c.below_information_limit()]).drop_duplicates()
     chart(plots.phase_map(table, "share", "rank", f"Best error, n {n}, kappa {base.kappa:g}", limit),

@@ -2,12 +2,12 @@
 curious server against the DP run) and gradient inversion of 8x8 digits under every defense."""
 from __future__ import annotations
 
-import math
 
-import pandas as pd
 import streamlit as st
 
 from labcore.app.charts import chart
+from labcore.app.jobs import Stopped
+from labcore.app.runs import in_background
 from labcore.app.url_widgets import UrlWidgets
 from labcore.dp import experiments as ex
 from labcore.dp import plots
@@ -20,27 +20,36 @@ DATA = {"synthetic (small)": dict(dataset="synthetic", synthetic_size="small"),
         "synthetic (tiny)": dict(dataset="synthetic", synthetic_size="tiny")}
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def _train(cfg_dict: dict) -> tuple[pd.DataFrame, str]:
-    from labcore.config import from_dict
-    from labcore.fed.engine import run
-    res = run(from_dict(cfg_dict), progress=False)
-    return res.table, res.notes
+def _train(cfg):
+    def work(task):
+        from labcore.fed.engine import run
+
+        res = run(cfg, progress=False)
+        return res.table, res.notes
+
+    return work
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def _curious(cfg_dict: dict) -> dict:
-    from labcore.config import from_dict
-    from labcore.privacy.server_attack import curious_server
-    out = curious_server(from_dict(cfg_dict), rounds=2)
-    return {v: out[v]["precision"] for v in ("upload", "aggregate")} | {"chance": out["upload"]["base_rate"]}
+def _curious(cfg):
+    def work(task):
+        from labcore.privacy.server_attack import curious_server
+
+        out = curious_server(cfg, rounds=2, should_stop=task.should_stop)
+        if out is None:
+            raise Stopped
+        return {v: out[v]["precision"] for v in ("upload", "aggregate")} | {"chance": out["upload"]["base_rate"]}
+
+    return work
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
 def _invert(setup: dict):
-    from labcore.dp import inversion as inv
-    r = inv.attack(inv.Setup(**setup))
-    return r.originals, r.reconstructions, r.psnr, r.mean_image_psnr
+    def work(task):
+        from labcore.dp import inversion as inv
+
+        r = inv.attack(inv.Setup(**setup))
+        return r.originals, r.reconstructions, r.psnr, r.mean_image_psnr
+
+    return work
 
 
 def _training(ui: UrlWidgets) -> None:
@@ -71,11 +80,13 @@ def _training(ui: UrlWidgets) -> None:
         cfg = ex.base("smoke", **{**ex.SMOKE, **DATA[data], **METHODS[method], **settings})
         if cfg.encryption == "secagg" and cfg.up_bits:
             cfg = cfg.replace(up_bits=0)
-        with st.spinner(f"{rounds} rounds ..."):
-            table, notes = _train(cfg.to_dict())
-    except ValueError as e:  # ConfigError, PrivacyBudgetError: they name the field
+    except ValueError as e:  # ConfigError: it names the field
         st.error(str(e))
         return
+    trained = in_background("dp.train", cfg.key(), _train(cfg), f"Training {rounds} rounds with DP...")
+    if trained is None:  # still training, or refused by the accountant (the error names the field)
+        return
+    table, notes = trained
     last = table.iloc[-1]
     k1, k2, k3 = st.columns(3)
     k1.metric("epsilon spent", f"{last['epsilon']:.3g}")
@@ -90,9 +101,11 @@ def _training(ui: UrlWidgets) -> None:
                "Local DP: each round is accounted without amplification by sampling (the server sees who sent what).")
     with st.expander("the curious server against this run (two rounds)"):
         if st.toggle("run the attack", key="dp.attack"):
-            with st.spinner("attacking ..."):
-                p = _curious(cfg.replace(rounds=2, dp_target_epsilon=0.0,
-                                         dp_noise_multiplier=float(table["dp_sigma"].iloc[0])).to_dict())
+            attacked = cfg.replace(rounds=2, dp_target_epsilon=0.0, dp_noise_multiplier=float(table["dp_sigma"].iloc[0]))
+            p = in_background("dp.attack", attacked.key(), _curious(attacked),
+                              "The curious server attacks two rounds...")
+            if p is None:
+                return
             a1, a2, a3 = st.columns(3)
             a1.metric("precision on each upload", f"{p['upload']:.3f}")
             a2.metric("precision on the aggregate", f"{p['aggregate']:.3f}")
@@ -122,8 +135,11 @@ def _inversion(ui: UrlWidgets) -> None:
     agg = ui.select("_dp_inv_m", "secure aggregation of M clients", (1, 2, 4, 8), default=1, where=c3)
     setup = dict(n_images=int(n), local_steps=int(steps), topk_ratio=float(topk), quant_bits=int(bits),
                  rank=int(rank), dp_noise=float(noise), dp_clip=0.1, secagg_clients=int(agg), iterations=300)
-    with st.spinner("inverting ..."):
-        orig, rec, psnr, chance = _invert(setup)
+    inverted = in_background("dp.invert", repr(sorted(setup.items())), _invert(setup),
+                             "Inverting the update (300 optimizer steps)...")
+    if inverted is None:
+        return
+    orig, rec, psnr, chance = inverted
     st.metric("mean PSNR", f"{float(psnr.mean()):.1f} dB", help=f"the dataset's mean image: {chance:.1f} dB")
     chart(plots.images(orig, rec, psnr), key="dp.images")
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from labcore.app import notices, presets
+from labcore.app import presets
 from labcore.app.charts import chart
+from labcore.app.runs import in_background
 from labcore.app.url_widgets import UrlWidgets
 from labcore.fair import plots as fplots
-from labcore.fair.config import ConfigError, paper_ranking
+from labcore.fair.config import paper_ranking
 
 DATASETS = {"ml-1m-100": "ML-1M, 100 most active users (fast)", "goodreads-100": "Goodreads-100 (the paper's)",
             "synthetic": "synthetic (seconds)"}
@@ -24,18 +25,23 @@ CARDS = ("fair-table2-goodreads", "fair-table3-goodreads", "fair-table2-ml1m", "
          "fair-table4-ml100k", "fair-table5-digits", "fair-table6-digits", "fair-fig4", "fair-fig1-tradeoff")
 
 
-@st.cache_data(show_spinner="Loading the devices' tiers...", max_entries=16)
 def _devices(dataset: str, tiers: str):
-    from labcore.fair import FairSimulation
+    def work(task):
+        from labcore.fair import FairSimulation
 
-    return FairSimulation(paper_ranking(dataset, capacities=tiers, rounds=1)).device_table()
+        return FairSimulation(paper_ranking(dataset, capacities=tiers, rounds=1)).device_table()
+
+    return work
 
 
-@st.cache_data(show_spinner="Training every point of the trade-off (cached by config)...", max_entries=16)
 def _tradeoff(dataset: str, tiers: str, rounds: int):
-    from labcore.fair.tradeoff import tradeoff_curve
+    def work(task):
+        from labcore.fair.tradeoff import tradeoff_curve
 
-    return tradeoff_curve(paper_ranking(dataset, rounds=rounds, eval_every=max(1, rounds // 5), lr=3e-3), tiers)
+        base = paper_ranking(dataset, rounds=rounds, eval_every=max(1, rounds // 5), lr=3e-3)
+        return tradeoff_curve(base, tiers, on_point=lambda d, n: task.report(d / n, f"point {d} of {n} trained"))
+
+    return work
 
 
 def render() -> None:
@@ -48,11 +54,10 @@ def render() -> None:
     rounds = ui.select_slider("_fair_rounds", "rounds", ROUNDS, 30, where=c3)
     presets.sidebar("fair")
     ui.warnings()
-    try:
-        devices = _devices(dataset, tiers)
-    except (ConfigError, FileNotFoundError, OSError) as e:
-        notices.error(e)  # the stored paper tables below need no data: still shown
-    else:
+    # an error (a data file missing) is shown by name; the stored paper tables below need no data: still shown
+    devices = in_background("fair.devices", f"{dataset}:{tiers}", _devices(dataset, tiers),
+                            "Loading the devices' tiers...")
+    if devices is not None:
         _live(devices, dataset, tiers, rounds)
     st.subheader("Paper tables, reproduced")
     from labcore.figures import registry
@@ -99,7 +104,10 @@ def _live(devices, dataset: str, tiers: str, rounds: int) -> None:
     if st.button("Run the trade-off", type="primary"):
         st.session_state["fair_tradeoff"] = (dataset, tiers, rounds)
     if st.session_state.get("fair_tradeoff") == (dataset, tiers, rounds):
-        df = _tradeoff(dataset, tiers, rounds)
+        df = in_background("fair.tradeoff", f"{dataset}:{tiers}:{rounds}", _tradeoff(dataset, tiers, rounds),
+                           "Training every point of the trade-off (stored runs are read back)...")
+        if df is None:
+            return
         chart(fplots.tradeoff(df))
         st.dataframe(df.drop(columns=["metric_name"]).rename(columns={**TRADEOFF_COLUMNS,
                                                                       "metric": f"best {df['metric_name'].iloc[0]}"}),

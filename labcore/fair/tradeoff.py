@@ -44,10 +44,15 @@ def tradeoff_frame(configs: list[FairConfig], results: list[FairResult], n_users
 
 
 def tradeoff_curve(base: FairConfig, capacities: str = "1x-2x-4x-8x", progress: bool = False,
-                   data=None) -> pd.DataFrame:
-    """Run (or read from the run cache) every point of the trade-off; one row per strategy and size."""
+                   data=None, on_point=None) -> pd.DataFrame:
+    """Run (or read from the run cache) every point of the trade-off; one row per strategy and size.
+    `on_point(done, total)` is called after each point."""
     configs = tradeoff_configs(base, capacities)
-    results = [run(c, data=data, progress=progress) for c in configs]
+    results = []
+    for c in configs:
+        results.append(run(c, data=data, progress=progress))
+        if on_point:
+            on_point(len(results), len(configs))
     n_users = data.n_users if data is not None else _n_users(configs[0])
     return tradeoff_frame(configs, results, n_users)
 

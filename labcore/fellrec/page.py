@@ -4,24 +4,23 @@ from __future__ import annotations
 import streamlit as st
 
 from labcore.app.charts import chart
+from labcore.app.runs import in_background
 from labcore.app.url_widgets import UrlWidgets
 
 
 BACKBONES = {"minilm": "all-MiniLM-L6-v2 (6 layers, RecFormer style)", "tiny": "small transformer (8 layers)"}
 
 
-@st.cache_data(show_spinner=False)
-def _costs(backbone: str):
-    from labcore.fellrec.experiments import costs
+def _measure(backbone: str):
+    """Device memory, bytes and probe similarity for every k at smoke size: a task of the server's job queue."""
+    def work(task):
+        from labcore.fellrec.experiments import costs, probes
 
-    return costs("smoke", backbone)
+        cost = costs("smoke", backbone)
+        task.report(0.5, "probing what the server can read at each layer")
+        return cost, probes("smoke", backbone)
 
-
-@st.cache_data(show_spinner=False)
-def _probes(backbone: str):
-    from labcore.fellrec.experiments import probes
-
-    return probes("smoke", backbone)
+    return work
 
 
 def _stored(card_id: str):
@@ -55,9 +54,11 @@ def render() -> None:
 
     st.header("Layer offloading: what k costs and what it exposes")
     k = ui.slider("k", f"k: layers 1..k and {n_layers} stay on the device", 1, n_layers - 2, default=2)
-    with st.spinner("measuring device memory and bytes for every k (smoke size)"):
-        cost = _costs(backbone)
-        probes = _probes(backbone)
+    measured = in_background("fellrec", backbone, _measure(backbone),
+                             "Measuring device memory, bytes and probes for every k (smoke size)...")
+    if measured is None:
+        return
+    cost, probes = measured
     row = cost[(cost["k"] == k) & cost["offload"]].iloc[0]
     m1, m2, m3 = st.columns(3)
     m1.metric("device memory", f"{row['device_memory_MiB']:.3f} MiB")

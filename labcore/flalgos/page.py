@@ -6,10 +6,13 @@ lives in the URL (`?algorithm=scaffold&alpha=0.1&stragglers=0.5`).
 """
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import streamlit as st
 
 from labcore.app.charts import chart
+from labcore.app.runs import in_background
 from labcore.app.url_widgets import UrlWidgets
 from labcore.flalgos import plots
 from labcore.flalgos.config import ALGORITHM_LABELS, ALGORITHMS, DEFENSES, PERSONALIZED
@@ -21,15 +24,22 @@ CARDS = ("flalgos-fedprox-stragglers", "flalgos-scaffold-quadratics", "flalgos-s
          "flalgos-qffl-fairness", "flalgos-personalization", "flalgos-backdoor", "flalgos-bytes")
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def _run(cfg_dict: dict):
+def _train_both(runs: dict[str, dict]):
+    """Train each named config in turn (a task of the server's job queue): name -> (history, clients, ledger)."""
     from labcore.flalgos.config import from_dict
     from labcore.flalgos.simulation import run
 
-    bar = st.progress(0.0, text=f"training {cfg_dict.get('algorithm', 'fedavg')}...")
-    res = run(from_dict(cfg_dict), progress=lambda d, n: bar.progress(d / n))
-    bar.empty()
-    return res.history, res.clients, res.ledger
+    def work(task):
+        out = {}
+        for i, (name, d) in enumerate(runs.items()):
+            def progress(done, total, i=i, name=name):
+                task.report((i + done / total) / len(runs), f"training {name}: round {done} of {total}")
+
+            res = run(from_dict(d), progress=progress)
+            out[name] = (res.history, res.clients, res.ledger)
+        return out
+
+    return work
 
 
 def _controls(ui: UrlWidgets) -> dict:
@@ -99,15 +109,19 @@ def render() -> None:
     ui = UrlWidgets("flalgos")
     d = _controls(ui)
     ui.warnings()
-    runs = {}
+    todo = {ALGORITHM_LABELS[d["algorithm"]]: d, "FedAvg": {**d, "algorithm": "fedavg"}}
     try:
         from labcore.flalgos.config import from_dict
 
-        for name, dd in ((ALGORITHM_LABELS[d["algorithm"]], d), ("FedAvg", {**d, "algorithm": "fedavg"})):
+        for dd in todo.values():
             from_dict(dd)  # validate before training: a bad combination is an error message, not a crash
-            runs[name] = _run(dd)
     except ConfigError as e:
         st.error(str(e))
+        return
+    runs = in_background("flalgos", json.dumps(todo, sort_keys=True), _train_both(todo),
+                         f"Training {' and '.join(todo)} in the background ({d['rounds']} rounds)...")
+    if runs is None:
+        _stored(ui)
         return
     chosen = ALGORITHM_LABELS[d["algorithm"]]
     h, clients, led = runs[chosen]

@@ -5,30 +5,31 @@ from __future__ import annotations
 import streamlit as st
 
 from labcore.app.charts import chart
+from labcore.app.runs import in_background
 from labcore.app.url_widgets import UrlWidgets
 
 EPOCH_CHOICES = (20, 50, 100, 200, 400)
 LR_CHOICES = (0.005, 0.01, 0.025, 0.05, 0.1)
 
 
-@st.cache_data(show_spinner=False, max_entries=24)
-def simulate(cfg_dict: dict, data_env: str | None):
-    from labcore.gist.config import GistConfig
-    from labcore.gist.simulate import run
+def simulate(cfg):
+    """Train the subnets (a task of the server's job queue), reporting each sync."""
+    def work(task):
+        from labcore.gist.simulate import run
 
-    bar = st.progress(0.0, text="training the subnets ...")
-    res = run(GistConfig(**cfg_dict), progress=lambda d, n: bar.progress(d / n, text=f"sync {d} of {n}"))
-    bar.empty()
-    return res
+        return run(cfg, progress=lambda d, n: task.report(d / n, f"sync {d} of {n}"))
+
+    return work
 
 
-@st.cache_data(show_spinner="starting m worker processes (torch.distributed, gloo) ...", max_entries=8)
-def distributed(cfg_dict: dict, rounds: int, data_env: str | None):
-    from labcore.gist.config import GistConfig
-    from labcore.gist.distributed import run_distributed, timing_summary
+def distributed(cfg, rounds: int):
+    """`rounds` syncs with the m subnets in m real processes (torch.distributed, gloo), timed."""
+    def work(task):
+        from labcore.gist.distributed import run_distributed, timing_summary
 
-    res = run_distributed(GistConfig(**cfg_dict), rounds=rounds, evaluate=False)
-    return timing_summary(res)
+        return timing_summary(run_distributed(cfg, rounds=rounds, evaluate=False))
+
+    return work
 
 
 @st.cache_data(show_spinner=False, ttl=60)
@@ -79,10 +80,9 @@ def render() -> None:
     except ConfigError as e:
         st.error(f"This combination cannot run: {e}")
         return
-    try:
-        res = simulate(cfg.to_dict(), os.environ.get("LABCORE_DATA"))
-    except FileNotFoundError as e:
-        st.error(str(e))
+    data_env = os.environ.get("LABCORE_DATA")
+    res = in_background("gist", f"{cfg.key()}:{data_env}", simulate(cfg), "Training the subnets...")
+    if res is None:
         return
     s = res.summary()
     c = st.columns(5)
@@ -113,8 +113,14 @@ def render() -> None:
     st.caption("Each subnet in its own process; blocks exchanged with torch.distributed (gloo) on this machine. "
                "Times are this machine's, under whatever else it is running.")
     rounds = min(10, len(res.history))
+    dist_key = f"{cfg.key()}:{data_env}:{rounds}"
     if m > 1 and st.button(f"run {rounds} syncs with {m} processes", key="gist.dist"):
-        t = distributed(cfg.to_dict(), rounds, os.environ.get("LABCORE_DATA"))
+        st.session_state["gist.dist_asked"] = dist_key  # kept over the reruns while it runs
+    t = None
+    if m > 1 and st.session_state.get("gist.dist_asked") == dist_key:
+        t = in_background("gist.dist", dist_key, distributed(cfg, rounds),
+                          f"Starting {m} worker processes (torch.distributed, gloo) for {rounds} syncs...")
+    if t is not None:
         sim_epoch = res.history["sec_train"].mean() / max(1, cfg.local)
         d = st.columns(4)
         d[0].metric("wall-clock per epoch, m processes", f"{1000 * t['wall_per_epoch_s']:.0f} ms")

@@ -3,31 +3,31 @@ from __future__ import annotations
 
 import streamlit as st
 
-from labcore.app import notices
 from labcore.app.charts import chart
+from labcore.app.runs import in_background
 from labcore.app.url_widgets import UrlWidgets
 from labcore.sdp import cards as _cards  # noqa: F401  (registers the topic's cards)
 from labcore.sdp import plots
 from labcore.sdp.config import METHOD_LABELS, METHODS, RULES, SdpConfig
-from labcore.sdp.graphs import GraphNotFound
 from labcore.sdp.problem import default_rank
 from labcore.sdp.rounding import GW_ALPHA
 
-# Solver seconds of a live solve. Streamlit can only start the next run (a changed control) once the current
-# one returns from the solver, so a long live solve froze every control for up to half a minute on the real
-# graphs; the stored full-size results below ran with minutes.
+# Solver seconds of a live solve: the stored full-size results below ran with minutes.
 LIVE_TIME_LIMIT_S = 8.0
 CARD_IDS = ("sdp-cora-convergence", "sdp-rank-threshold", "sdp-rounding", "sdp-rules", "sdp-hazan-rate")
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def _solve(query: dict, trials: int):
-    from labcore.sdp.rounding import round_cuts
-    from labcore.sdp.run import run
+def _solve(cfg: SdpConfig, trials: int):
+    """Solve, then round `trials` cuts: a task of the server's job queue."""
+    def work(task):
+        from labcore.sdp.rounding import round_cuts
+        from labcore.sdp.run import run
 
-    res = run(SdpConfig(**query))
-    cuts = round_cuts(res.problem, res.V, trials)
-    return res.trace, cuts, res.problem.n, res.problem.name
+        res = run(cfg)
+        task.report(0.9, f"rounding {trials} cuts")
+        return res.trace, round_cuts(res.problem, res.V, trials), res.problem.n, res.problem.name
+
+    return work
 
 
 def _controls(ui: UrlWidgets) -> SdpConfig:
@@ -59,12 +59,12 @@ def render() -> None:
     ui = UrlWidgets("sdp")
     cfg = _controls(ui)
     trials = ui.slider("trials", "roundings R", 1, 500, default=100)
-    try:
-        with st.spinner(f"Solving with {cfg.label()} ..."):
-            trace, cuts, n, name = _solve(cfg.to_dict(), int(trials))
-    except GraphNotFound as e:
-        notices.error(e)
+    solved = in_background("sdp", f"{cfg.key()}:{int(trials)}", _solve(cfg, int(trials)),
+                           f"Solving with {cfg.label()} (at most {LIVE_TIME_LIMIT_S:g} s of solver time)...")
+    if solved is None:
+        _stored_cards()
         return
+    trace, cuts, n, name = solved
     last = trace.iloc[-1]
     c = st.columns(5)
     c[0].metric("SDP value (feasible)", f"{last['primal']:,.3f}")

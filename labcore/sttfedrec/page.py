@@ -11,10 +11,13 @@ a link.
 """
 from __future__ import annotations
 
+import functools
+
 import streamlit as st
 
 from labcore.app import presets
 from labcore.app.charts import chart
+from labcore.app.runs import in_background
 from labcore.app.url_widgets import UrlWidgets
 from labcore.sttfedrec import plots
 
@@ -23,7 +26,7 @@ CARDS = ("sttfedrec-fig4-ml1m", "sttfedrec-fig5-ml1m", "sttfedrec-fig6-ml1m", "s
 DEFAULTS = {"rho": 0.9, "T": 10, "factor": 1.0, "negatives": "uniform", "card": CARDS[0]}
 
 
-@st.cache_resource(show_spinner="Loading the catalogue...")
+@functools.lru_cache(maxsize=1)
 def _catalog():
     from labcore.sttfedrec.frameworks import load_bundle
     from labcore.sttfedrec.config import STTConfig
@@ -34,14 +37,16 @@ def _catalog():
         return load_bundle(STTConfig(n_features=512)).catalog, "synthetic (ML-1M not found)"
 
 
-@st.cache_data(show_spinner="The server attacks 200 devices' requests...", max_entries=64)
 def _attack(rho: float, T: int, negatives: str):
-    cat, _ = _catalog()
-    return plots.rho_explorer(cat, rho, request_size=T, users=200, rounds=10, negatives=negatives)
+    """The server's attacks on 200 devices' requests, in the catalogue: a task of the server's job queue."""
+    def work(task):
+        cat, name = _catalog()
+        return plots.rho_explorer(cat, rho, request_size=T, users=200, rounds=10, negatives=negatives), name
+
+    return work
 
 
-@st.cache_data(show_spinner="Measuring one device (smoke size, synthetic)...", max_entries=4)
-def _table3_smoke():
+def _table3_smoke(task):
     from labcore.sttfedrec.experiments import table3
 
     return table3("smoke", reps=4)
@@ -71,8 +76,11 @@ def render() -> None:
     st.markdown(f"**{comp['clicked']}** clicked + **{comp['non_clicked']}** sampled non-clicked items "
                 f"(effective rho {comp['effective_rho']:.2f}); a random guess finds a click with probability "
                 f"{comp['random_guess']:.2f}.")
-    _, name = _catalog()
-    df = _attack(rho, T, negatives)
+    attacked = in_background("split_learning.attack", f"{rho}:{T}:{negatives}", _attack(rho, T, negatives),
+                             "The server attacks 200 devices' requests...")
+    if attacked is None:
+        return
+    df, name = attacked
     st.dataframe(df.rename(columns=ATTACK_COLUMNS), hide_index=True, width="stretch")
     st.caption(f"Catalogue: {name}. 200 devices, 10 requests each; 'linkage' links a device's 10 requests, "
                "'popularity' is given the true click counts (the worst case).")
@@ -83,7 +91,11 @@ def render() -> None:
         t3, parts = stored
         st.caption("Stored full-size measurement on ML-1M (results/sttfedrec-table3-ml1m.csv).")
     else:
-        t3, parts = _table3_smoke()
+        measured = in_background("split_learning.table3", "smoke", _table3_smoke,
+                                 "Measuring one device (smoke size, synthetic)...")
+        if measured is None:
+            return
+        t3, parts = measured
         st.caption("No stored full-size measurement: measured here at smoke size (synthetic catalogue).")
     t3 = t3.copy()
     for col in ("train_ms", "infer_ms", "total_ms", "featurize_ms", "towers_ms", "chain_ms", "train_with_chain_ms"):

@@ -1,11 +1,11 @@
 """App page: link budgets, bits and users; live error curves with Theorem 1's bound; the two-user rate region."""
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 from labcore.app.charts import chart
+from labcore.app.runs import in_background
 from labcore.app.url_widgets import UrlWidgets
 from labcore.net.channel import ChannelError, LinkModel, RateRegion
 from labcore.typed_config import ConfigError
@@ -16,9 +16,14 @@ from labcore.wireless.fedavg import bits_per_round, error_floor, simulate
 CARD_IDS = ("wireless-fig2", "wireless-fig3", "wireless-fig4", "wireless-table1")
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def _run(cfg_dict: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
-    return simulate(WirelessConfig(**cfg_dict))
+def _simulate_both(cfg: WirelessConfig, ref: WirelessConfig):
+    """The chosen links and the full-precision reference, as one task of the server's job queue."""
+    def work(task):
+        out = simulate(cfg)
+        task.report(0.5, "the full-precision reference")
+        return out, simulate(ref)
+
+    return work
 
 
 def _bits(b: int) -> str:
@@ -50,10 +55,12 @@ def _curves(ui: UrlWidgets) -> None:
     except ConfigError as e:
         st.error(str(e))
         return
-    with st.spinner(f"{iterations} rounds x {trials} trials x {users} users ..."):
-        table, ledger = _run(cfg.to_dict())
     ref = cfg.replace(bits_up=0, bits_down=0, budget_up_bits=0, budget_down_bits=0)
-    ref_table, _ = _run(ref.to_dict())
+    both = in_background("wireless", cfg.key() + ref.key(), _simulate_both(cfg, ref),
+                         f"{iterations} rounds x {trials} trials x {users} users ...")
+    if both is None:
+        return
+    (table, ledger), (ref_table, _) = both
     shown = pd.concat([table.assign(curve=cfg.label()), ref_table.assign(curve="full precision, no channel")])
     chart(plots.error_curves(shown, "E||x_k - x*||² / ||x*||² (band: 10-90% of trials)"),
           key="wireless.curves")

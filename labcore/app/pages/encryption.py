@@ -17,16 +17,25 @@ from labcore.app.state import ENCRYPTION as SPEC
 SWEEP_RANKS = (1, 2, 4, 8, 16, 32, 64)
 
 
-@st.cache_data(show_spinner="Measuring Paillier costs (key generation once)...", max_entries=8)
-def _paillier(key_bits: int) -> dict:
+def _paillier(task, key_bits: int) -> dict:
     from labcore.privacy.paillier import per_value_costs
 
     return per_value_costs(key_bits, sample=8)
 
 
-@st.cache_data(show_spinner="Computing Table 3 (smoke size: real CKKS rounds, Paillier extrapolated)...",
-               max_entries=4)
-def _table3(degree: int, chain: tuple, scale: int, n_items: int, d: int) -> pd.DataFrame:
+def _ckks(task, sizes: tuple[int, ...], degree: int, chain: tuple, scale: int) -> dict[int, dict]:
+    """CKKS costs of uploads of each size (keys generated and costs calibrated once per parameter set)."""
+    from labcore.privacy.ckks import CkksParams
+    from labcore.privacy.costs import ckks_costs
+
+    params, out = CkksParams(degree, chain, scale), {}
+    for i, n in enumerate(sizes):
+        out[n] = ckks_costs(n, params)
+        task.report((i + 1) / len(sizes), f"{i + 1} of {len(sizes)} upload sizes")
+    return out
+
+
+def _table3(task, degree: int, chain: tuple, scale: int, n_items: int, d: int) -> pd.DataFrame:
     from labcore.privacy.ckks import CkksParams
     from labcore.privacy.costs import table3_rows
 
@@ -77,7 +86,11 @@ def _costs(cfg, N: int, d: int) -> None:
                 f"scale 2^{cfg.ckks_scale_bits}; {cfg.dataset}: {N} items, d = {d}.")
     if cfg.method == "topk":
         k = topk_count(N * d, cfg.topk_ratio)
-        pv = _paillier(cfg.paillier_key_bits)
+        pv = runs.in_background("encryption.paillier", str(cfg.paillier_key_bits),
+                                lambda task: _paillier(task, cfg.paillier_key_bits),
+                                "Measuring Paillier costs (key generation once)...")
+        if pv is None:
+            return
         c = st.columns(4)
         c[0].metric("values encrypted (k)", f"{k:,}")
         c[1].metric("upload (ciphertexts + clear indices)", f"{k * (pv['ciphertext_bytes'] + 4) / 1024:,.0f} KB")
@@ -89,7 +102,14 @@ def _costs(cfg, N: int, d: int) -> None:
         return
     n = N * d if cfg.method == "fedmf" else cfg.rank * N
     what = f"FedMF update N x d = {n:,} values" if cfg.method == "fedmf" else f"CoLR factor A_u, r x N = {n:,} values"
-    c = runs.ckks_costs(n, cfg.ckks_degree, chain, cfg.ckks_scale_bits)
+    ranks = [r for r in SWEEP_RANKS if r <= d]
+    sizes = tuple(sorted({n, N * d, *(r * N for r in ranks)}))
+    costs = runs.in_background("encryption.ckks", f"{sizes}:{cfg.ckks_degree}:{chain}:{cfg.ckks_scale_bits}",
+                               lambda task: _ckks(task, sizes, cfg.ckks_degree, chain, cfg.ckks_scale_bits),
+                               "Generating CKKS keys and measuring costs (once per parameter set)...")
+    if costs is None:
+        return
+    c = costs[n]
     st.markdown(f"One client's upload: **{what}**")
     m = st.columns(5)
     m[0].metric("ciphertexts", f"{c['n_ciphertexts']:,}")
@@ -109,13 +129,9 @@ def _costs(cfg, N: int, d: int) -> None:
     t[4].metric("aggregate rel. error", f"{c['aggregate_rel_error']:.1e}")
     st.caption(f"Bytes: {c['bytes_source']}. Times: {c['times_source']} (this machine). Errors on values of "
                f"std {c['precision_values_std']:g}.")
-    ranks = [r for r in SWEEP_RANKS if r <= d]
-    rows = []
-    for r in ranks:
-        cc = runs.ckks_costs(r * N, cfg.ckks_degree, chain, cfg.ckks_scale_bits)
-        rows.append({"method": "CoLR@r", "rank": r, "ciphertext_bytes": cc["ciphertext_bytes"],
-                     "plaintext_bytes": cc["plaintext_bytes"]})
-    full = runs.ckks_costs(N * d, cfg.ckks_degree, chain, cfg.ckks_scale_bits)
+    rows = [{"method": "CoLR@r", "rank": r, "ciphertext_bytes": costs[r * N]["ciphertext_bytes"],
+             "plaintext_bytes": costs[r * N]["plaintext_bytes"]} for r in ranks]
+    full = costs[N * d]
     rows += [{"method": f"FedMF d={d}", "rank": r, "ciphertext_bytes": full["ciphertext_bytes"],
               "plaintext_bytes": full["plaintext_bytes"]} for r in ranks]
     st.markdown("**Upload size against rank: a staircase under CKKS** (one ciphertext holds "
@@ -128,8 +144,12 @@ def _costs(cfg, N: int, d: int) -> None:
         if st.button("Compute Table 3 (a few seconds)", key="encryption.table3"):
             st.session_state["encryption.table3.shown"] = True
         if st.session_state.get("encryption.table3.shown"):
-            st.dataframe(_table3(cfg.ckks_degree, chain, cfg.ckks_scale_bits, N, d), hide_index=True,
-                         width="stretch")
+            table = runs.in_background(
+                "encryption.table3", f"{cfg.ckks_degree}:{chain}:{cfg.ckks_scale_bits}:{N}:{d}",
+                lambda task: _table3(task, cfg.ckks_degree, chain, cfg.ckks_scale_bits, N, d),
+                "Computing Table 3 (smoke size: real CKKS rounds, Paillier extrapolated)...")
+            if table is not None:
+                st.dataframe(table, hide_index=True, width="stretch")
 
 
 def _attack(cfg, vs) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from labcore.fed.engine import default_cache_dir
-from labcore.app import controls, notices, presets
+from labcore.app import controls, presets, runs
 from labcore.app.charts import chart
 from labcore.app.downloads import human_columns
 from labcore.app.state import FIGURES as SPEC
@@ -18,11 +18,13 @@ from labcore.app.state import FIGURES as SPEC
 SIZES = {"stored": "stored full-size result", "smoke": "smoke run here (seconds, synthetic)"}
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def _smoke(card_id: str, cache_dir: str):
-    from labcore.figures import reproduce
+def _smoke(card_id: str):
+    def work(task):
+        from labcore.figures import reproduce
 
-    return reproduce(card_id, size="smoke")
+        return reproduce(card_id, size="smoke")
+
+    return work
 
 
 @st.cache_data(show_spinner=False, max_entries=32, ttl=60)
@@ -83,12 +85,10 @@ def render() -> None:
     if size == "stored":
         res = stored
     else:
-        with st.spinner("Running the card's smoke size (cached after the first time)..."):
-            try:
-                res = _smoke(card_id, str(default_cache_dir()))
-            except Exception as e:
-                notices.error(e, prefix="The smoke run failed.")
-                return
+        res = runs.in_background("figures.smoke", f"{card_id}:{default_cache_dir()}", _smoke(card_id),
+                                 "Running the card's smoke size (kept after the first time)...")
+        if res is None:
+            return
     label = "full size" if res.size == "full" else "smoke size (synthetic data: the numbers are not comparable)"
     ok = res.verdict if res.size == "smoke" else ("within tolerance" if res.within_tolerance else "outside tolerance")
     if res.size == "full":
