@@ -88,6 +88,7 @@ def test_a_crafted_link_is_refused_or_bounded(page, query, refused, bounded, sta
     monkeypatch.setenv("LABCORE_CACHE", str(tmp_path))
     monkeypatch.delenv(budget.WORK_ENV, raising=False)
     monkeypatch.delenv(budget.MEMORY_ENV, raising=False)
+    monkeypatch.delenv(budget.ENCRYPTIONS_ENV, raising=False)
     at = _open(page, query)
     assert not at.exception, at.exception
     text = [w.value for w in at.warning]
@@ -169,6 +170,7 @@ def _preset_costs(p) -> list:
 def test_every_preset_link_opens_as_intended_and_fits_the_default_budget(preset, monkeypatch):
     monkeypatch.delenv(budget.WORK_ENV, raising=False)
     monkeypatch.delenv(budget.MEMORY_ENV, raising=False)
+    monkeypatch.delenv(budget.ENCRYPTIONS_ENV, raising=False)
     spec = PAGES[preset.page]
     p = parse(preset.query, spec)
     assert p.warnings == [], p.warnings
@@ -187,12 +189,18 @@ def test_every_preset_link_opens_as_intended_and_fits_the_default_budget(preset,
 def test_every_pages_default_view_fits_the_default_budget(monkeypatch):
     monkeypatch.delenv(budget.WORK_ENV, raising=False)
     monkeypatch.delenv(budget.MEMORY_ENV, raising=False)
+    monkeypatch.delenv(budget.ENCRYPTIONS_ENV, raising=False)
     for spec in (EXPLORER, COMPARE, ENCRYPTION):
         cfgs = [spec.base]
         if spec is COMPARE:
             o = spec.option_defaults()
             cfgs = [x.cfg for x in sweeps.sweep(spec.base, o["mode"], o["values"], o["base"])[0]]
         assert budget.over([budget.cost(c, _dataset(c.dataset, c.synthetic_size)) for c in cfgs]) is None, spec.name
+
+
+def ckks_values(cost) -> int:
+    data = _dataset("synthetic", "tiny")
+    return data.n_items * EXPLORER.base.dim
 
 
 def test_the_budget_is_the_servers_setting(monkeypatch):
@@ -206,6 +214,13 @@ def test_the_budget_is_the_servers_setting(monkeypatch):
     assert "3.0 times the budget" in budget.over([c])
     monkeypatch.setenv(budget.WORK_ENV, "off")
     assert budget.over([c]) is None
+    monkeypatch.delenv(budget.WORK_ENV)
+    monkeypatch.delenv(budget.MEMORY_ENV)
+    ckks = budget.cost(EXPLORER.base.replace(synthetic_size="tiny", method="fedmf", encryption="ckks"),
+                       _dataset("synthetic", "tiny"))
+    assert ckks.encryptions == ckks.rounds * 2 * -(-ckks_values(ckks) // 4096)  # 2 real clients, 4096 slots
+    monkeypatch.setenv(budget.ENCRYPTIONS_ENV, str(ckks.encryptions / 4))
+    assert "4.0 times the budget" in budget.over([ckks]) and budget.over([c]) is None
     for bad in ("-1", "lots", "nan", "0"):
         monkeypatch.setenv(budget.WORK_ENV, bad)
         with pytest.raises(budget.BudgetSettingError, match="LABCORE_APP_BUDGET"):

@@ -8,13 +8,18 @@ before any run is queued:
   negatives a client trains on each epoch. This is the expected number of sample-steps of local training, the
   part that grows with every knob a link or a slider can turn;
 * memory: the engine's own estimate of one round's peak (`labcore.fed.engine.estimate_memory`, the heaviest
-  possible cohort), summed over the runs that may train at once (`jobs.TRAINING_SLOTS`).
+  possible cohort), summed over the runs that may train at once (`jobs.TRAINING_SLOTS`);
+* encryptions: what is encrypted for real, summed over the runs: rounds x clients protected for real
+  (`he_real_clients`) x CKKS ciphertexts of one upload (ceil(values / slots)) or Paillier values
+  (`he_real_values`). Training never sees this cost: a ciphertext takes milliseconds, a sample-step
+  nanoseconds (`python -m labcore.privacy.costs` measures both on this machine).
 
 Above either limit the page says what is too large and by how much, and runs nothing. The limits are the
 server's, set by whoever hosts the lab, never by a link:
 
     LABCORE_APP_BUDGET=600          # million sample-steps per request (default 150)
     LABCORE_APP_MEMORY_GB=8         # GiB per request (default 2)
+    LABCORE_APP_ENCRYPTIONS=50000   # ciphertexts (CKKS) or values (Paillier) per request (default 20000)
     LABCORE_APP_BUDGET=off          # no limits (a laptop, one person)
 
 The defaults fit every preset and every page's default view (tests/test_app_hosted.py) and the paper's own
@@ -34,6 +39,8 @@ WORK_ENV = "LABCORE_APP_BUDGET"
 MEMORY_ENV = "LABCORE_APP_MEMORY_GB"
 DEFAULT_WORK = 150e6  # sample-steps per request: about 10-30 s of training on one core
 DEFAULT_MEMORY_GB = 2.0
+ENCRYPTIONS_ENV = "LABCORE_APP_ENCRYPTIONS"
+DEFAULT_ENCRYPTIONS = 20_000  # CKKS ciphertexts (N = 8192) or Paillier values: a few minutes of one core
 
 
 class BudgetSettingError(ValueError):
@@ -44,6 +51,7 @@ class BudgetSettingError(ValueError):
 class Limits:
     work: float  # sample-steps per request (inf: no limit)
     memory: float  # bytes per request (inf: no limit)
+    encryptions: float = math.inf  # real ciphertexts or Paillier values per request (inf: no limit)
 
 
 def _read(name: str, default: float, unit: float, what: str) -> float:
@@ -66,7 +74,8 @@ def limits() -> Limits:
     if os.environ.get(WORK_ENV, "").strip().lower() in ("off", "none", "inf"):
         return Limits(math.inf, math.inf)
     return Limits(_read(WORK_ENV, DEFAULT_WORK / 1e6, 1e6, "million sample-steps per request"),
-                  _read(MEMORY_ENV, DEFAULT_MEMORY_GB, 2**30, "GiB per request"))
+                  _read(MEMORY_ENV, DEFAULT_MEMORY_GB, 2**30, "GiB per request"),
+                  _read(ENCRYPTIONS_ENV, DEFAULT_ENCRYPTIONS, 1, "ciphertexts or Paillier values per request"))
 
 
 @dataclass(frozen=True)
@@ -79,10 +88,15 @@ class Cost:
     samples: float  # per client and epoch (mean interactions x (1 + negatives))
     epochs: int
     memory: int  # bytes: the engine's estimate of one round's peak
+    encrypted_per_round: int = 0  # real ciphertexts or Paillier values of a round (0: no encryption)
 
     @property
     def work(self) -> float:
         return self.rounds * self.clients * self.samples * self.epochs
+
+    @property
+    def encryptions(self) -> int:
+        return self.rounds * self.encrypted_per_round
 
     def formula(self) -> str:
         return (f"{self.rounds:,} rounds x {self.clients:,} clients x {self.samples:,.0f} samples per client x "
@@ -96,7 +110,19 @@ def cost(cfg: RunConfig, data: InteractionData, rounds: int | None = None, label
     mean = float(data.train_counts().mean()) if data.n_users else 0.0
     clients = min(cfg.clients_per_round, data.n_users)
     return Cost(label or cfg.describe(), int(rounds if rounds is not None else cfg.rounds), clients,
-                mean * (1 + cfg.num_negatives), cfg.local_epochs, int(sum(estimate_memory(cfg, data).values())))
+                mean * (1 + cfg.num_negatives), cfg.local_epochs, int(sum(estimate_memory(cfg, data).values())),
+                encrypted_per_round(cfg, data.n_items, clients))
+
+
+def encrypted_per_round(cfg: RunConfig, n_items: int, clients: int) -> int:
+    """Ciphertexts (CKKS) or values (Paillier) encrypted for real in one round of `cfg`."""
+    if cfg.encryption not in ("ckks", "paillier"):
+        return 0
+    real = min(cfg.he_real_clients, clients)
+    if cfg.encryption == "paillier":
+        return real * cfg.he_real_values
+    values = (cfg.rank if cfg.method in ("colr", "scolr") else cfg.dim) * n_items
+    return real * math.ceil(values / (cfg.ckks_degree // 2))
 
 
 def _amount(x: float) -> str:
@@ -122,13 +148,19 @@ def over(costs: Sequence[Cost], lim: Limits | None = None, at_once: int = 1) -> 
         problems.append(f"one round needs about {memory / 2**30:,.2f} GiB of memory"
                         + (f" ({len(heaviest)} runs at once)" if len(heaviest) > 1 else "")
                         + f", {memory / lim.memory:,.1f} times the budget of {lim.memory / 2**30:,.2f} GiB")
+    encryptions = sum(c.encryptions for c in costs)
+    if encryptions > lim.encryptions:
+        problems.append(f"it would encrypt {encryptions:,} ciphertexts or values for real "
+                        f"({encryptions / lim.encryptions:,.1f} times the budget of {lim.encryptions:,.0f})")
     if not problems:
         return None
     text = "; ".join(problems)
     lower = (["the rounds", "the clients per round", "the local epochs"] if work > lim.work else []) + \
         (["the clients per round", "the embedding size d or the rank", "the protection"] if memory > lim.memory
-         else []) + ["the dataset's size"]
+         else []) + (["the rounds", "the embedding size d or the rank", "the protection"]
+                     if encryptions > lim.encryptions else []) + ["the dataset's size"]
     lower = list(dict.fromkeys(lower))
     return ("**Above this server's work budget; nothing was run.** " + text[0].upper() + text[1:]
             + ". Lower " + ", ".join(lower[:-1]) + " or " + lower[-1] + "; whoever hosts the lab can raise the "
-            f"budget with ${WORK_ENV} (million sample-steps) and ${MEMORY_ENV} (GiB per request), never a link.")
+            f"budget with ${WORK_ENV} (million sample-steps), ${MEMORY_ENV} (GiB per request) and "
+            f"${ENCRYPTIONS_ENV}, never a link.")
