@@ -10,13 +10,12 @@ pass's overhead against the unsplit pass (same batches, same process)."""
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 
 import torch
 
 from labcore import figures
 from labcore.fellrec import cards  # noqa: F401  (registers the cards)
-from labcore.fellrec.experiments import base, model_size
+from labcore.fellrec.experiments import base, model_size, prefetch
 
 
 def split_overhead(reps: int = 20) -> float:
@@ -55,27 +54,6 @@ def run_costs(cid: str) -> dict:
             "runs_load_avg": sorted({m["load_avg"] for m in metas if "load_avg" in m})}
 
 
-def _train_one(cfg):
-    from labcore.fellrec.federated import run
-
-    torch.set_num_threads(1)
-    r = run(cfg)
-    return cfg.key(), r.meta.get("cpu_seconds")
-
-
-def prefetch(ids, jobs: int) -> dict:
-    """Train every run behind the cards `ids` once (the union of their configs) in `jobs` processes."""
-    from labcore.fellrec.federated import FOUNDATION_FIELDS, cache_dir, foundation
-
-    cfgs = {c.key(): c for cid in ids for c in cards.CARDS[cid].configs("full")}
-    todo = [c for k, c in cfgs.items() if not (cache_dir() / "runs" / k / "meta.json").exists()]
-    for c in {tuple(getattr(c, f) for f in FOUNDATION_FIELDS): c for c in todo}.values():
-        foundation(c)  # each foundation once, before the workers share it through the cache
-    todo.sort(key=lambda c: -(c.rounds * c.local_epochs * (2 if c.method == "ditto" else 1) * c.n_clients ** 0.5))
-    with ProcessPoolExecutor(jobs) as pool:
-        return dict(pool.map(_train_one, todo))
-
-
 if __name__ == "__main__":
     torch.set_num_threads(1)
     args = sys.argv[1:]
@@ -97,7 +75,7 @@ if __name__ == "__main__":
     total = time.perf_counter()
     load0 = os.getloadavg()[0]
     if jobs > 1:
-        cpu = prefetch(ids, jobs)
+        cpu = prefetch({cid: cards.CARDS[cid].configs("full") for cid in ids}, jobs)
         print(f"{len(cpu)} runs trained in {jobs} processes: {time.perf_counter() - total:.0f} s wall, "
               f"{sum(v or 0 for v in cpu.values()):.0f} CPU s", flush=True)
     for cid in ids:

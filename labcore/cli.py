@@ -151,16 +151,41 @@ def cmd_figure(ns) -> int:
     return 0
 
 
+def reproduce_cards(argv: list[str], prefix: str) -> int:
+    """The topics' older entry points (`python -m labcore.gist.reproduce ids... --jobs 2`, `... --size full
+    --save`): each card id (default: every card starting with `prefix`) through `labcore figure`."""
+    p = argparse.ArgumentParser(prog=f"labcore figure (the {prefix.rstrip('-')} cards)")
+    p.add_argument("cards", nargs="*")
+    p.add_argument("--size", choices=("smoke", "full"), default="full")
+    p.add_argument("--jobs", type=_positive_int, default=1)
+    p.add_argument("--save", action="store_true", help="(full size: always saved)")
+    ns = p.parse_args(argv)
+    from . import figures
+
+    ids = ns.cards or [c.id for c in figures.list_cards() if c.id.startswith(prefix)]
+    full = ["--full", "--save"] if ns.size == "full" else []
+    return max(main(["figure", cid, *full, "--jobs", str(ns.jobs), "--html", "none"]) for cid in ids)
+
+
 def _train_cards_in_parallel(figures, ids: list[str], jobs: int, backend: str = "processes",
                              address: str | None = None) -> None:
     """Train the union of the cards' runs in `jobs` processes (or on a Ray cluster) first; the cards then
-    read the cache."""
+    read the cache. The engine's runs go to the shared runner; a topic's own configs to its `prefetch`."""
     import time
 
+    from . import topics
     from .config import RunConfig
     from .figures.runs import train_parallel, train_ray
 
-    cfgs = [c for cid in ids for c in figures.get(cid).configs("full") if isinstance(c, RunConfig)]
+    cfgs, own = [], {}
+    for cid in ids:
+        for c in figures.get(cid).configs("full"):
+            if isinstance(c, RunConfig):
+                cfgs.append(c)
+            elif (topic := topics.card_topic(cid)) is not None and topic.prefetch:
+                own.setdefault(topic.name, (topic, {}))[1].setdefault(cid, []).append(c)
+    for topic, by_card in own.values():
+        topic.function(topic.prefetch)(by_card, jobs)
     t0 = time.perf_counter()
     if backend == "ray":
         n = train_ray(cfgs, address=address, num_cpus=jobs if address is None else None)

@@ -56,6 +56,8 @@ class Topic:
     config: str | None = None  # "module:function" building the topic's config from a dict of strings (its
     #                             stored results list their configs that way; a test rebuilds their cache keys)
     summary: str = ""  # one sentence: what a person does in this topic
+    prefetch: str | None = None  # "module:function(configs_by_card, jobs)" training the uncached runs of the
+    #                               topic's own configs in `jobs` processes (`labcore figure ... --full --jobs N`)
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self):
@@ -63,6 +65,13 @@ class Topic:
             raise ValueError(f"name={self.name!r} is invalid: a topic's name is a Python identifier")
         if not self.card_prefix:
             object.__setattr__(self, "card_prefix", f"{self.name}-")
+
+    def function(self, ref: str | None):
+        """The function a "module:function" reference names (module relative to the package), or None."""
+        if not ref:
+            return None
+        mod, name = ref.split(":")
+        return getattr(self.module(mod), name)
 
     def module(self, part: str | None):
         """Import one of the topic's parts ('.cards', '.presets', '.exercises'), or None if it has none."""

@@ -32,3 +32,26 @@ def test_bad_values_exit_2_with_a_message(capsys):
 def test_console_script_entry_point_runs():
     out = subprocess.run([sys.executable, "-m", "labcore.cli", "datasets"], capture_output=True, text=True, check=True)
     assert "synthetic" in out.stdout
+
+
+def test_the_topics_older_entry_points_are_labcore_figure(monkeypatch):
+    """`python -m labcore.gist.reproduce ...` and the others call `labcore figure` for each card."""
+    from labcore import cli
+
+    calls = []
+    monkeypatch.setattr(cli, "main", lambda argv: calls.append(argv) or 0)
+    assert cli.reproduce_cards(["gist-fig4", "--jobs", "2"], "gist-") == 0
+    assert calls == [["figure", "gist-fig4", "--full", "--save", "--jobs", "2", "--html", "none"]]
+    calls.clear()
+    cli.reproduce_cards(["--size", "smoke"], "sdp-")
+    assert calls and all(c[1].startswith("sdp-") and "--full" not in c for c in calls)
+
+
+def test_labcore_figure_jobs_hands_a_topics_own_configs_to_its_prefetch(monkeypatch):
+    from labcore import cli, figures, topics
+
+    got = []
+    gist = topics.get("gist")
+    monkeypatch.setattr(type(gist), "function", lambda self, ref: (lambda by_card, jobs: got.append((self.name, sorted(by_card), jobs))))
+    cli._train_cards_in_parallel(figures, ["gist-fig4", "gist-bytes", "completion-fig1-irls"], 2)
+    assert sorted(got) == [("completion", ["completion-fig1-irls"], 2), ("gist", ["gist-bytes", "gist-fig4"], 2)]

@@ -17,5 +17,5 @@ What is where in this folder:
     plots.py         the race, the Table 1 bars and the phase map (plotly)
     page.py          the app page (live race, phase map, stored cards); exercises.py the notebook's checks
     topic.py         the topic's declaration (labcore.topics)
-    __main__.py      `python -m labcore.completion <card> --size full --jobs 2 --save`
+    __main__.py      the older `python -m labcore.completion <card> --size full --jobs 2 --save` (= `labcore figure`)
 """

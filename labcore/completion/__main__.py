@@ -1,6 +1,7 @@
-"""`python -m labcore.completion <card id>... [--size full] [--jobs 2] [--save]`: compute the topic's cards."""
+"""`python -m labcore.completion <card id>... [--size full] [--jobs 2] [--save]`: kept for the commands stored with
+older results; the same as `labcore figure <id> [--full] [--save] [--jobs N]` for each id."""
 import sys
 
-from .cards import main
+from ..cli import reproduce_cards
 
-main(sys.argv[1:])
+sys.exit(reproduce_cards(sys.argv[1:], "completion-"))

@@ -5,11 +5,10 @@ algorithms for a fraction of a second each (CI); ``full`` is the reproduction at
 (budgets and sizes reduced from the report's 60 s and n = 10000 where they would not fit a laptop).
 Full results are stored as results/<card id>.csv / .json:
 
-    python -m labcore.completion completion-fig1-irls --size full --jobs 2 --save
+    labcore figure completion-fig1-irls --full --save --jobs 2
 """
 from __future__ import annotations
 
-import argparse
 import math
 import os
 
@@ -22,7 +21,7 @@ from . import plots
 from .config import FAMILIES, LABELS, CompletionConfig
 from .harness import run_many
 
-JOBS_ENV = "LABCORE_JOBS"  # processes for the full-size cards (the CLI's --jobs only schedules RunConfig runs)
+JOBS_ENV = "LABCORE_JOBS"  # processes for a full-size card's runs not prefetched by `labcore figure --jobs`
 FIG_ALGORITHMS = ("asd", "scaled_asd", "lmafit", "niht", "cgiht", "scaled_gd", "lrgeomcg", "irls", "soft_impute")
 TABLE_ALGORITHMS = ("asd", "scaled_asd", "lmafit", "niht", "lrgeomcg", "irls")
 REAL_ALGORITHMS = ("asd", "scaled_asd", "lmafit", "niht", "scaled_gd", "lrgeomcg", "irls", "soft_impute")
@@ -372,24 +371,3 @@ def machine_load() -> dict:
     make the numbers independent of it; only the wall-clock of a command depends on it)."""
     one, five, fifteen = os.getloadavg()
     return {"cores": os.cpu_count(), "load_1": round(one, 2), "load_5": round(five, 2), "load_15": round(fifteen, 2)}
-
-
-def main(argv: list[str] | None = None) -> None:
-    from .. import figures
-
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("card", nargs="+", help="card id(s) (completion-...)")
-    ap.add_argument("--size", default="smoke", choices=R.SIZES)
-    ap.add_argument("--jobs", type=int, default=1, help="processes for the runs (one BLAS thread each)")
-    ap.add_argument("--save", action="store_true", help="store results/<id>.csv|json")
-    ns = ap.parse_args(argv)
-    os.environ[JOBS_ENV] = str(ns.jobs)
-    for cid in ns.card:
-        load_before = machine_load()
-        res = figures.reproduce(cid, ns.size, progress=True)
-        print(CARDS[cid].compare(res.ours).to_string(index=False))
-        print(f"{cid}: {res.runtime_s:.0f} s wall-clock, within tolerance: {res.within_tolerance}")
-        if ns.save:
-            res.meta.update({"jobs": ns.jobs, "load_before": load_before, "load_after": machine_load()})
-            cmd = f"python -m labcore.completion {cid} --size {ns.size} --jobs {ns.jobs} --save"
-            print("saved", figures.save(res, cmd))

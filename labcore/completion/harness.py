@@ -143,6 +143,11 @@ def _work(cfg_dict: dict) -> dict:
     return cfg_dict
 
 
+def prefetch(configs_by_card: dict[str, list[CompletionConfig]], jobs: int) -> None:
+    """Run every uncached config of these cards in `jobs` processes (one BLAS thread each)."""
+    run_many([c for cs in configs_by_card.values() for c in cs], jobs=jobs, progress=True)
+
+
 def run_many(configs: Iterable[CompletionConfig], jobs: int = 1, progress: bool = False,
              cache: bool = True) -> pd.DataFrame:
     """Every config once (cached by key), in `jobs` processes, longest budgets first; rows in config order."""

@@ -179,8 +179,7 @@ def _stored_phase_map() -> None:
 
     res = stored("completion-table1")
     if res is None:
-        st.info("No stored Table 1 grid yet: `python -m labcore.completion completion-table1 --size full "
-                "--jobs 2 --save` stores it.")
+        st.info("No stored Table 1 grid yet: `labcore figure completion-table1 --full --save --jobs 2` stores it.")
         return
     for kappa, part in res.ours.groupby("kappa"):
         chart(plots.phase_map(part, "share", "rank", f"Stored grid (Table 1 card): kappa {kappa:g}"),
@@ -196,8 +195,7 @@ def _stored_cards(ui: UrlWidgets) -> None:
     res = stored(card_id)
     st.code(card.describe(), language=None)
     if res is None:
-        st.info(f"No stored full-size result: `python -m labcore.completion {card_id} --size full --jobs 2 "
-                "--save` computes it.")
+        st.info(f"No stored full-size result: `labcore figure {card_id} --full --save --jobs 2` computes it.")
         return
     chart(res.figure, key=f"card-{card_id}")
     st.dataframe(card.compare(res.ours), hide_index=True)

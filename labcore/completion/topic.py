@@ -14,5 +14,6 @@ TOPIC = Topic(
     exercises=".exercises",
     notebook="labs/11_matrix_completion.ipynb",
     config=".config:from_dict",
+    prefetch=".harness:prefetch",
     summary="Give ten completion algorithms the same time budget and watch their error race; map where any wins.",
 )

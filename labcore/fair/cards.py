@@ -4,7 +4,7 @@ Importing this module registers the cards (`labcore.figures.registry.get("fair-t
 Sizes: ``smoke`` runs every card on small synthetic data (or a few digits rounds) in seconds;
 ``full`` is the reproduction on the real data, stored as results/<card id>.csv / .json:
 
-    python -m labcore.fair.cards fair-table2-goodreads --size full --save
+    labcore figure fair-table2-goodreads --full --save
 """
 from __future__ import annotations
 
@@ -470,24 +470,7 @@ def _register() -> None:
 _register()
 
 
-def main(argv: list[str] | None = None) -> None:
-    import argparse
+if __name__ == "__main__":  # kept for the commands stored with older results: the same as `labcore figure`
+    from ..cli import reproduce_cards
 
-    ap = argparse.ArgumentParser(description="Reproduce FAIR figure cards")
-    ap.add_argument("cards", nargs="*", help="card ids (default: every FAIR card)")
-    ap.add_argument("--size", default="smoke", choices=R.SIZES)
-    ap.add_argument("--save", action="store_true", help="write results/<id>.csv and .json")
-    ap.add_argument("--progress", action="store_true")
-    a = ap.parse_args(argv)
-    ids = a.cards or [c.id for c in R.list_cards() if c.id.startswith("fair-")]
-    for cid in ids:
-        res = R.reproduce(cid, a.size, a.progress)
-        print(f"{cid} [{res.size}]: {res.runtime_s:.0f} s, {res.verdict}")
-        print(res.comparison().to_string(index=False))
-        if a.save:
-            cmd = f"python -m labcore.fair.cards {cid} --size {a.size} --save"
-            print("saved", R.save(res, cmd))
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(reproduce_cards(sys.argv[1:], "fair-"))

@@ -89,6 +89,30 @@ def variant(cfg: FellrecConfig) -> str:
     return "FELLRec"
 
 
+def _train_one(cfg):
+    import torch
+
+    torch.set_num_threads(1)  # one thread a process: the processes share the cores
+    r = run(cfg)
+    return cfg.key(), r.meta.get("cpu_seconds")
+
+
+def prefetch(configs_by_card: dict[str, list[FellrecConfig]], jobs: int) -> dict[str, float | None]:
+    """Train every uncached run behind these cards once (the union of their configs) in `jobs` processes,
+    longest first; returns the CPU seconds of each run trained."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from .federated import FOUNDATION_FIELDS, cache_dir, foundation
+
+    cfgs = {c.key(): c for cs in configs_by_card.values() for c in cs}
+    todo = [c for k, c in cfgs.items() if not (cache_dir() / "runs" / k / "meta.json").exists()]
+    for c in {tuple(getattr(c, f) for f in FOUNDATION_FIELDS): c for c in todo}.values():
+        foundation(c)  # each foundation once, before the workers share it through the cache
+    todo.sort(key=lambda c: -(c.rounds * c.local_epochs * (2 if c.method == "ditto" else 1) * c.n_clients ** 0.5))
+    with ProcessPoolExecutor(jobs) as pool:
+        return dict(pool.map(_train_one, todo))
+
+
 def run_all(configs, progress=False):
     return [run(c, progress=progress) for c in configs]
 

@@ -78,7 +78,7 @@ def render() -> None:
         with st.expander(cards.CARDS[cid].title, expanded=False):
             st.text(cards.CARDS[cid].describe())
             if res is None:
-                st.info(f"No stored result yet: run `python benchmarks/fellrec_full_cards.py {cid}`.")
+                st.info(f"No stored result yet: `labcore figure {cid} --full --save --jobs 2` computes it.")
                 continue
             chart(res.figure, key=f"stored-{cid}")
             st.dataframe(cards.CARDS[cid].compare(res.ours), hide_index=True)

@@ -13,6 +13,7 @@ TOPIC = Topic(
     exercises=".exercises",
     notebook="labs/13_fellrec.ipynb",
     config=".config:from_dict",
+    prefetch=".experiments:prefetch",
     summary="Fine-tune a small transformer recommender with LoRA across clients; compare FedAvg, FedProx, Ditto "
             "and FELLRec on accuracy and client imbalance; slide alpha, beta and k.",
 )

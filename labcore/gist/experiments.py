@@ -62,6 +62,13 @@ def _pool_init():
     torch.set_num_threads(1)
 
 
+def prefetch(configs_by_card: dict[str, list[GistConfig]], jobs: int) -> None:
+    """Train the uncached runs of these cards in `jobs` processes (the bytes card measures without training)."""
+    configs = [c for cid, cs in configs_by_card.items() if cid != "gist-bytes" for c in cs]
+    if configs:
+        summaries(configs, jobs=jobs, progress=True)
+
+
 def summaries(configs: list[GistConfig], jobs: int = 1, progress: bool = False) -> pd.DataFrame:
     """One row per config: its fields and METRICS; uncached runs are trained (in `jobs` processes)."""
     todo = [c for c in dict.fromkeys(configs) if cached(c) is None]

@@ -136,7 +136,7 @@ def render() -> None:
             st.code(card.describe(), language=None)
             got = stored_card(cid)
             if got is None:
-                st.info(f"Not stored yet: `python -m labcore.gist.reproduce {cid}` computes it.")
+                st.info(f"Not stored yet: `labcore figure {cid} --full --save --jobs 2` computes it.")
                 continue
             chart(got.figure, key=f"gist-card-{cid}")
             st.dataframe(card.compare(got.ours), hide_index=True)

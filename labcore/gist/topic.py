@@ -14,5 +14,6 @@ TOPIC = Topic(
     exercises=".exercises",
     notebook="labs/10_gist.ipynb",
     config=".config:from_dict",
+    prefetch=".experiments:prefetch",
     summary="Train a GCN as m independent subnets and watch accuracy, bytes and the parallel speed-up.",
 )
