@@ -1,12 +1,11 @@
-"""FELLRec end to end: a federated run, every card at smoke size, the app page, the exercises."""
+"""FELLRec end to end: a federated run, the app page, the exercises (every card at smoke size: tests/test_figures.py)."""
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from labcore.fed.engine import use_threads
 
-from labcore.fellrec import cards, exercises as ex
+from labcore.fellrec import exercises as ex
 from labcore.fellrec.experiments import base, heating
 from labcore.fellrec.federated import run
 
@@ -24,18 +23,6 @@ def test_fellrec_run_heats_and_is_deterministic():
     assert (w.diff().dropna() >= -1e-12).all().all()  # every client's w_c rises
     led = a.ledger.groupby(["direction", "part"])["bytes"].sum()
     assert led[("up", "hidden_k")] > 0 and led[("up", "lora")] > 0  # offloading ran: embeddings crossed
-
-
-# the MiniLM cards train the real language model even at smoke size (minutes on 2 cores): marker `minilm`
-@pytest.mark.parametrize("cid", list(cards.CARD_IDS) + [pytest.param(c, marks=pytest.mark.minilm)
-                                                         for c in cards.MINILM_CARD_IDS])
-def test_card_smoke_computes_and_plots(cid):
-    card = cards.CARDS[cid]
-    ours = card.compute("smoke")
-    fig = card.plot(ours)
-    assert "smoke run" in fig.layout.title.text
-    cmp = card.compare(ours)
-    assert len(cmp) and list(cmp.columns) == ["quantity", "paper", "ours", "ok", "note"]
 
 
 def test_exercises_say_what_to_fill_and_accept_right_answers():

@@ -8,6 +8,7 @@ to `a`; a package's `__init__` run on the way is not an edge, since `labcore/__i
 every module would otherwise lie on one circle through it.
 """
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "labcore"
@@ -63,6 +64,7 @@ def _running(tree: ast.AST):
         todo.extend(ast.iter_child_nodes(node))
 
 
+@functools.lru_cache(maxsize=1)  # parsing every module takes seconds: once for all the tests here
 def import_graph() -> dict[str, set[str]]:
     modules = all_modules()
     return {name: imports_of(name, path, modules) for name, path in modules.items()}

@@ -140,8 +140,10 @@ def _assert_same_numbers(eng, table):
     assert table["bytes_down"].tolist() == eng.table["bytes_down"].tolist()
 
 
-# the server decodes each client's values onto the rows the item mask names (the engine's rows path)
-@pytest.mark.parametrize("name", ["fedmf", "colr", "topk"])
+# the server decodes each client's values onto the rows the item mask names (the engine's rows path); each
+# case starts a Flower simulation (a minute of start-up): CoLR in the default suite, the others after it
+@pytest.mark.parametrize("name", [pytest.param("fedmf", marks=pytest.mark.deployment), "colr",
+                                  pytest.param("topk", marks=pytest.mark.deployment)])
 def test_flower_simulation_gives_the_engines_numbers(name, tmp_path, monkeypatch):
     from labcore.scale.simulate import run_flower
 

@@ -26,17 +26,6 @@ def test_topic_is_declared_and_its_cards_are_listed():
     assert topics.card_topic("sdp-rounding").name == "sdp"
 
 
-@pytest.mark.parametrize("card_id", SDP_CARDS)
-def test_card_smoke_computes_and_plots(card_id):
-    card = _card(card_id)
-    ours = card.compute("smoke")
-    fig = card.plot(ours)
-    assert "smoke" in fig.layout.title.text
-    cmp = card.compare(ours)
-    assert len(cmp) and list(cmp.columns) == ["quantity", "paper", "ours", "ok", "note"]
-    assert card.describe().startswith(card_id)
-
-
 def test_smoke_rounding_ratio_and_hazan_rank_claims_hold():
     card = _card("sdp-rounding")
     assert card.check(card.compute("smoke"))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -111,20 +110,16 @@ def test_a_topic_leaves_no_trace_once_unregistered(toy_topic, monkeypatch):
         figures.get("toytopic-fig1")
 
 
-def _cli(*args: str, env_extra: dict | None = None, cwd: Path = ROOT) -> str:
-    import os
+def test_a_new_topic_appears_in_labcore_figure_list_and_labcore_topics(toy_topic, capsys):
+    from labcore.cli import main
 
-    env = {**os.environ, **(env_extra or {})}
-    out = subprocess.run([sys.executable, "-m", "labcore.cli", *args], capture_output=True, text=True, env=env,
-                         cwd=cwd, timeout=300)
-    assert out.returncode == 0, out.stderr
-    return out.stdout
+    def cli(*args: str) -> str:  # the CLI's own entry point, in this process (the fixture registered the topic)
+        capsys.readouterr()
+        assert main(list(args)) == 0
+        return capsys.readouterr().out
 
-
-def test_a_new_topic_appears_in_labcore_figure_list_and_labcore_topics(toy_topic):
-    env = {"LABCORE_TOPICS": "toy_lab_topic", "PYTHONPATH": str(toy_topic)}
-    assert "toytopic-fig1" in _cli("figure", "--list", env_extra=env)
-    out = _cli("topics", "--cards", env_extra=env)
+    assert "toytopic-fig1" in cli("figure", "--list")
+    out = cli("topics", "--cards")
     assert "toytopic" in out and "Toy topic: the smallest topic there is" in out and "toytopic-fig1" in out
     assert "labs/99_toy.ipynb" in out
     for name in ("colr", "fair", "sttfedrec"):
