@@ -252,13 +252,7 @@ def test_every_choice_of_a_row_is_on_screen_at_a_laptops_width(server, browser, 
         pg.close()
 
 
-# --- every control sticks and reaches the link ---------------------------------------------------------------
-def _topic_pages() -> list:
-    from labcore.app.pages import CORE_PAGES, pages
-
-    return [pytest.param(name, marks=NEEDS_DATA) for name in pages() if name not in CORE_PAGES]
-
-
+# --- every control sticks and reaches the link (the classroom sweep: sweep_every_control below) ---------------
 # Shown sliders only: a control a change removed can stay in the DOM, hidden, for a while (on the sdp page, the
 # random graph's sliders after picking a real graph), and counting it made the reloaded view look incomplete.
 SLIDER = "input[type=range]:visible"
@@ -342,54 +336,6 @@ def _open_expanders(pg) -> None:
             break
         closed.first.click()
         _idle(pg)
-
-
-# Part of CI's second run (`-m classroom`): eight pages at a minute or more each would hold the default suite
-# above its 15 minutes on two cores, and the classroom sweep covers the same mechanism more widely.
-@pytest.mark.classroom
-@pytest.mark.parametrize("name", _topic_pages())
-def test_every_control_of_a_topic_page_sticks_and_reaches_the_link(server, page, name, changes=2, most=2):
-    """`changes` changes in a row to each slider and select box: each value stays (no snapping back to the
-    link's value on the next rerun, which used to throw away every second change), and the final view comes
-    back from its link in a fresh load. It moves the first two sliders and select boxes of each topic page
-    twice (they all share one mechanism, `UrlWidgets`; each change waits for the page's computation, a minute a
-    page for the matrix-completion race and the SDP solves at three), and checks every sidebar value after the
-    fresh load; the classroom sweep below moves every control of every page five times."""
-    page.goto(f"{server}/{name}")
-    page.wait_for_selector("h1")
-    page.wait_for_selector("input[type=range], [data-testid=stSelectbox]", state="attached")
-    _idle(page)
-    _open_expanders(page)
-    n_sliders, n_selects = page.locator(SLIDER).count(), page.locator("[data-testid=stSelectbox]").count()
-    assert n_sliders + n_selects > 0, f"page {name} has no slider or select box"
-    for i in range(min(n_sliders, most or n_sliders)):
-        for k in range(1, changes + 1):
-            if i >= page.locator(SLIDER).count():  # a change hid this control: nothing to move
-                break
-            shown = _move_slider(page, i, k)
-            _idle(page)
-            assert _slider_values(page)[i] == shown, (name, "slider", i, k)
-    for i in range(min(n_selects, most or n_selects)):
-        for k in range(changes):
-            if i >= page.locator("[data-testid=stSelectbox]").count():
-                break
-            chosen = _pick(page, i, k)
-            _idle(page)
-            assert _select_texts(page)[i] == chosen, (name, "select box", i, k)
-    _idle(page, timeout=240)  # the last change's run is over: no control of the previous view is still shown
-    _no_exception(page)
-    link = page.url
-    sidebar = page.locator(f"[data-testid=stSidebar] {SLIDER}").count()
-    values = _slider_values(page)[:sidebar]  # the sidebar's controls are drawn before any computation
-    page.goto(link)  # the link of the final view, in a fresh session
-    page.wait_for_selector("h1")
-    _idle(page, timeout=240)
-    assert page.url == link  # the link is not rewritten: every value it carries was taken
-    _no_exception(page)
-    if sidebar:
-        page.wait_for_function("n => Array.from(document.querySelectorAll('[data-testid=stSidebar] input[type=range]'))"
-                               ".filter(e => e.checkVisibility()).length >= n", arg=sidebar)
-        assert _slider_values(page)[:sidebar] == values
 
 
 # --- the classroom sweep: every control of every page, five changes each ---------------------------------------
