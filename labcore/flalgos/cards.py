@@ -532,8 +532,8 @@ def _engine_backdoor_compare(ours, paper):
     rows = []
     for arm, kw in ex.ENGINE_BACKDOOR_ARMS[1:]:
         if "defense" not in kw:
-            rows.append(_row(f"{arm}, no defense: backdoor success", ">= 90 % (the issue's target; Bagdasaryan et al. "
-                                                                     "2020, Xie et al. 2020 on their tasks)",
+            rows.append(_row(f"{arm}, no defense: backdoor success", ">= 90 % (the lab's target, no printed number: "
+                                                                     "Bagdasaryan et al. 2020, Xie et al. 2020 report near-certain success on their tasks)",
                              f"{s(arm):.1%}", bool(s(arm) >= 0.9),
                              "the share of users with the target item in their top 10 of untrained items"))
             continue
@@ -544,7 +544,7 @@ def _engine_backdoor_compare(ours, paper):
                "krum": "Krum drops the f updates farthest from the others; the attackers' boosted ones are among them "
                        "unless more than f attack in a round"}
         rows.append(_row(f"{arm}: backdoor success, clean HR@10 against no attack",
-                         "< 20 %, HR@10 within 3 points (the issue's target for clipping or the median)",
+                         "< 20 %, HR@10 within 3 points (the lab's target for clipping or the median, no printed number)",
                          f"{s(arm):.1%}, {hr:.4f} vs {hr0:.4f}", ok,
                          "" if ok else why.get(kw["defense"], why["median"])))
     return pd.DataFrame(rows)
@@ -562,7 +562,7 @@ register(FigureCard(
                                                              "points")),
     configs=lambda size: ex.configs(ex.engine_backdoor_runs(size)), compute_fn=_engine_backdoor_compute,
     plot_fn=plots.engine_backdoor, compare_fn=_engine_backdoor_compare, tolerance=None,
-    tolerance_text="the issue's targets as they are: success >= 90 % undefended; < 20 % with a defense at a clean "
+    tolerance_text="the lab's own targets (no paper prints these numbers): success >= 90 % undefended; < 20 % with a defense at a clean "
                    "HR@10 within 3 points of no attack",
     expected="Undefended, the attackers land the target item in nearly every user's top 10. The defenses made for "
              "dense updates do not stop it here: the target is rare, so few honest clients train its row in a round; "
@@ -679,7 +679,7 @@ def _engine_personal_all_compare(ours, paper):
         mine, own = float(fin.loc[arm, "hr_personal"]), float(fin.loc[arm, "hr"])
         ok = mine > fedavg
         rows.append(_row(f"{arm}: final HR@10, personal models vs FedAvg's global model (its own global model)",
-                         "personal above global (the issue's target on digits; each paper on its tasks)",
+                         "personal above global (the lab's target on digits; each paper shows it on its own tasks)",
                          f"{mine:.4f} vs {fedavg:.4f} ({own:.4f})", bool(ok), "" if ok else _UNTRAINED))
     return pd.DataFrame(rows)
 

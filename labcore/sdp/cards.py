@@ -1,5 +1,5 @@
 """Figure cards of the low-rank SDP topic. The report has no numeric results: the 'paper' rows are its claims
-(and the issue's pure-Python reference on Cora), each checked by a measurement."""
+(and the lab's pure-Python reference on Cora), each checked by a measurement."""
 from __future__ import annotations
 
 import numpy as np
@@ -20,6 +20,9 @@ def _smoke_graph(n: int = 80) -> dict:
 
 def _is_smoke(ours: pd.DataFrame) -> bool:
     return "n" in ours.columns and int(ours["n"].iloc[0]) < 500 if len(ours) else True
+
+
+REFERENCE = "the lab's pure-Python reference (not in the report)"
 
 
 def _paper(rows) -> pd.DataFrame:
@@ -69,8 +72,8 @@ register(FigureCard(
     caption="(The report has no figure.) Mixing method, Mixing++, Burer-Monteiro ALM, Hazan's algorithm and "
             "in-face extended Frank-Wolfe on the MaxCut SDP of Cora's citation graph.",
     kind="figure",
-    paper=_paper([("mixing: seconds to gap 1.6e-4 (pure-Python reference)", 8.7, "issue 16"),
-                  ("SDP value of Cora (cut units)", 4490.6, "issue 16")]),
+    paper=_paper([("mixing: seconds to gap 1.6e-4 (pure-Python reference)", 8.7, REFERENCE),
+                  ("SDP value of Cora (cut units)", 4490.6, REFERENCE)]),
     configs=lambda size: [], compute_fn=_conv_compute,
     plot_fn=lambda ours, paper: plots.convergence(ours, "Cora: objective and certified gap against time",
                                                   smoke=_is_smoke(ours)),
