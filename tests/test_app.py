@@ -311,11 +311,18 @@ def test_figures_page_warns_about_an_unknown_card():
     assert not at.exception
 
 
-def test_figures_page_renders_every_stored_reproduction():
+def test_figures_page_renders_a_stored_reproduction_of_every_topic():
+    """One stored card a topic through the page (every stored result loads and plots: tests/test_figures.py)."""
+    from labcore import topics
     from labcore.figures import list_cards, stored
 
-    ids = [c.id for c in list_cards() if stored(c.id) is not None]
-    for card_id in ids:
+    ids = {}
+    for c in list_cards():
+        topic = topics.card_topic(c.id)
+        if topic is not None and topic.name not in ids and stored(c.id) is not None:
+            ids[topic.name] = c.id
+    assert len(ids) >= 8, ids
+    for card_id in ids.values():
         at = app({"_card": card_id}, page="figures")
         assert at.selectbox(key="figures._card").value == card_id
         assert "full size" in at.markdown[0].value or any("full size" in m.value for m in at.markdown)

@@ -141,9 +141,9 @@ def _assert_same_numbers(eng, table):
 
 
 # the server decodes each client's values onto the rows the item mask names (the engine's rows path); each
-# case starts a Flower simulation (a minute of start-up): CoLR in the default suite, the others after it
-@pytest.mark.parametrize("name", [pytest.param("fedmf", marks=pytest.mark.deployment), "colr",
-                                  pytest.param("topk", marks=pytest.mark.deployment)])
+# case starts a Flower simulation on Ray (a minute of start-up): CI runs them after the default suite
+@pytest.mark.deployment
+@pytest.mark.parametrize("name", ["fedmf", "colr", "topk"])
 def test_flower_simulation_gives_the_engines_numbers(name, tmp_path, monkeypatch):
     from labcore.scale.simulate import run_flower
 
@@ -327,6 +327,7 @@ def test_ckks_over_flower_simulation_gives_the_engines_numbers(tmp_path, monkeyp
     assert (up.flower_record_bytes > up.payload_bytes).all()  # the ciphertexts plus Flower's framing
 
 
+@pytest.mark.deployment  # a fresh Ray start: most of a minute
 def test_a_local_ray_start_gives_no_accelerator_warning():
     """Ray warns at its first start in a process unless told to leave the accelerator variables alone for tasks that
     ask for no GPU (the lab's never do); a fresh process, so that no earlier start in this one has used up the warning."""
