@@ -329,9 +329,30 @@ def test_figures_page_renders_a_stored_reproduction_of_every_topic():
         assert not at.error, (card_id, [e.value for e in at.error])
 
 
-def test_the_other_papers_pages_render_from_the_navigation():
+# each topic page's heavy call: it must run in the server's job queue, never in the page's script thread
+HEAVY = {"flalgos": ("labcore.flalgos.simulation", "run"), "wireless": ("labcore.wireless.fedavg", "simulate"),
+         "sdp": ("labcore.sdp.run", "run"), "gist": ("labcore.gist.simulate", "run"),
+         "completion": ("labcore.completion.harness", "run"), "privacy": ("labcore.fed.engine", "run"),
+         "split_learning": ("labcore.sttfedrec.plots", "rho_explorer")}
+
+
+def test_the_other_papers_pages_render_from_the_navigation(monkeypatch):
+    """Every topic page's default view renders; its work ran on a task thread of the job queue."""
+    import functools
+    import importlib
+    import threading
+
     from labcore.app.pages import CORE_SECTION, page_file, pages, sections
 
+    threads: dict[str, list[str]] = {}
+    for page, (module, name) in HEAVY.items():
+        mod = importlib.import_module(module)
+
+        def recorded(*a, _real=getattr(mod, name), _page=page, **k):
+            threads.setdefault(_page, []).append(threading.current_thread().name)
+            return _real(*a, **k)
+
+        monkeypatch.setattr(mod, name, functools.wraps(getattr(mod, name))(recorded))
     for section, names in sections().items():
         if section == CORE_SECTION:
             continue
@@ -341,6 +362,10 @@ def test_the_other_papers_pages_render_from_the_navigation():
             assert at.title and not at.exception, name  # (without $LABCORE_DATA a page may explain what it needs)
             assert not mount_mismatches(at, least=0), name
     assert set(pages()) == {n for names in sections().values() for n in names}
+    ran = {p: t for p, t in threads.items() if t}
+    if shared_data() is not None:
+        assert set(ran) == set(HEAVY), set(HEAVY) - set(ran)
+    assert all(t.startswith("labcore-task-") for ts in ran.values() for t in ts), ran
 
 
 def _same_value(a, b) -> bool:

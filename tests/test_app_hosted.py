@@ -293,34 +293,3 @@ def test_a_run_whose_last_viewer_left_is_cancelled(monkeypatch, tmp_path):
 
 # The real-browser check of the crafted Explorer link is in tests/test_browser.py (it shares that file's server).
 
-
-# each topic page's heavy call, and a link that keeps its default view small
-HEAVY = {
-    "flalgos": ("labcore.flalgos.simulation", "run", {"rounds": "4"}),
-    "wireless": ("labcore.wireless.fedavg", "simulate", {"T": "20", "R": "2"}),
-    "sdp": ("labcore.sdp.run", "run", {"n": "40"}),
-    "gist": ("labcore.gist.simulate", "run", {"graph": "synthetic", "epochs": "20"}),
-    "completion": ("labcore.completion.harness", "run", {"n": "100", "budget": "0.25", "algs": "asd"}),
-    "privacy": ("labcore.fed.engine", "run", {"_dp_data": "synthetic (tiny)", "_dp_rounds": "5"}),
-    "split_learning": ("labcore.sttfedrec.plots", "rho_explorer", {}),
-}
-
-
-@pytest.mark.parametrize("page", list(HEAVY))
-def test_a_topic_pages_work_runs_in_the_job_queue_not_in_the_pages_thread(page, monkeypatch, tmp_path):
-    import importlib
-
-    monkeypatch.setenv("LABCORE_CACHE", str(tmp_path))
-    module, name, query = HEAVY[page]
-    mod = importlib.import_module(module)
-    real, threads = getattr(mod, name), []
-
-    @functools.wraps(real)
-    def recorded(*a, **k):
-        threads.append(threading.current_thread().name)
-        return real(*a, **k)
-
-    monkeypatch.setattr(mod, name, recorded)
-    at = _open(page, query)
-    assert not at.exception, at.exception
-    assert threads and all(t.startswith("labcore-task-") for t in threads), threads
