@@ -274,13 +274,10 @@ class Task(Watched):
         self.key, self._fn = key, fn
         self.result = None
         self.progress: tuple[float, str] | None = None
-        self.partial = None  # what the work has so far, for the pages that draw it live
 
-    def report(self, fraction: float, text: str = "", partial=None) -> None:
-        """How far the work is (0..1) and, if given, its partial result, for the pages that watch it."""
+    def report(self, fraction: float, text: str = "") -> None:
+        """How far the work is (0..1), for the pages that watch it."""
         self.progress = (min(max(float(fraction), 0.0), 1.0), text)
-        if partial is not None:
-            self.partial = partial
         self._publish(None)
         if self.should_stop():
             raise Stopped

@@ -433,7 +433,7 @@ def curious_server(cfgs: Sequence[RunConfig], rounds: int, real_clients: int | N
     return hub().task(key, work, session_id())
 
 
-def task_done(page: str, task: jobs.Task, waiting: str, draw: Callable[[object], None] | None = None) -> bool:
+def task_done(page: str, task: jobs.Task, waiting: str) -> bool:
     """Whether `task` is done; while it is not, a status line (`waiting`) that this session keeps the task alive
     with. In a browser the line is a fragment that reruns the page when the task ends; without one (AppTest)
     this call waits for the task."""
@@ -455,29 +455,37 @@ def task_done(page: str, task: jobs.Task, waiting: str, draw: Callable[[object],
                     "one. It starts by itself.", icon=":material/hourglass_top:")
         else:
             st.info(waiting, icon=":material/hourglass_top:")
-            if task.progress is not None:
-                st.progress(*task.progress)
-            if draw is not None and task.partial is not None:
-                draw(task.partial)
 
     st.fragment(status, run_every=STATUS_S)()
     return False
 
 
-def in_background(page: str, key: str, work: Callable[[jobs.Task], T], waiting: str,
-                  draw: Callable[[object], None] | None = None) -> T | None:
+def in_background(page: str, key: str, work: Callable[[jobs.Task], T], waiting: str) -> T | None:
     """`work(task)` as a task of the server's job queue, never in the page's thread: it waits for a training slot,
     is shared by every session asking for the same `key` of `page`, reports progress through `task.report` and
-    stops when nobody watches. Returns its result once done; until then None, with a status line and, with
-    `draw`, its partial result drawn live (the page reruns when it ends). A failure is shown by name, like a
-    refused setting."""
+    stops when nobody watches. The page waits for it under a progress bar (a changed control reruns the page
+    and lets the task go), then gets its result; a failure is shown by name, like a refused setting."""
+    sid = session_id()
     try:
-        task = hub().task(f"{page}:{key}", work, session_id())
+        task = hub().task(f"{page}:{key}", work, sid)
     except jobs.Busy as e:
         st.warning(str(e))
         return None
-    if not task_done(page, task, waiting, draw):
-        return None
+    _release_others(page, [task], sid)
+    bar = None
+    while not task.done:
+        seen = task.wait(task.version, POLL_S)
+        task.touch(sid)
+        if bar is None:
+            bar = st.progress(0.0, text=waiting)
+        if task.queued:
+            bar.progress(0.0, text=f"Waiting for a free training slot on this server: {hub().ahead(task)} run(s) "
+                                   "ahead of this one.")
+        elif task.progress is not None and seen:
+            fraction, text = task.progress
+            bar.progress(fraction, text=f"{waiting} {text}".strip())
+    if bar is not None:
+        bar.empty()
     if task.error:
         notices.error(task.error)
         return None

@@ -43,23 +43,14 @@ def _race(cfgs: list[CompletionConfig]):
 
 
 def _live_race(cfgs: list[CompletionConfig]):
-    """The algorithms one after the other, as a task of the server's job queue; its partial result (the rows
-    logged so far) is drawn live. Cached runs come back at once."""
+    """The algorithms one after the other, as a task of the server's job queue (cached runs come back at once)."""
     def work(task):
         from labcore.completion.harness import run
 
         done: list[pd.DataFrame] = []
         for i, cfg in enumerate(cfgs):
-            live: list[dict] = []
-            text = f"{LABELS[cfg.algorithm]}: {cfg.budget_s:g} s budget"
-            task.report(i / len(cfgs), text)
-
-            def on_log(row, i=i, text=text, live=live):
-                live.append(row)
-                if len(live) % 8 == 0:  # the harness's clock is stopped while it logs
-                    task.report(i / len(cfgs), text, pd.concat(done + [pd.DataFrame(live)], ignore_index=True))
-
-            done.append(run(cfg, on_log=on_log))
+            task.report(i / len(cfgs), f"{LABELS[cfg.algorithm]}: {cfg.budget_s:g} s budget")
+            done.append(run(cfg))
         return pd.concat(done, ignore_index=True)
 
     return work
@@ -126,8 +117,7 @@ def render() -> None:
         df, title = None, base.describe().split(" on ", 1)[1]
         if runnable:
             df = in_background("completion.race", ",".join(c.key() for c in runnable), _live_race(runnable),
-                               f"Racing {len(runnable)} algorithms, {base.budget_s:g} s each...",
-                               draw=lambda rows: chart(plots.race(rows, title), key="race-live"))
+                               f"Racing {len(runnable)} algorithms, {base.budget_s:g} s each...")
         if df is not None:
             chart(plots.race(df, title), key="race")
             best = df.groupby("label", as_index=False).agg(best_error=("error", "min"), steps=("iteration", "max"),
