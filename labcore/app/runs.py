@@ -474,14 +474,14 @@ def in_background(page: str, key: str, work: Callable[[jobs.Task], T], waiting: 
     _release_others(page, [task], sid)
     bar = None
     while not task.done:
-        seen = task.wait(task.version, POLL_S)
+        task.wait(task.version, POLL_S)
         task.touch(sid)
         if bar is None:
             bar = st.progress(0.0, text=waiting)
         if task.queued:
             bar.progress(0.0, text=f"Waiting for a free training slot on this server: {hub().ahead(task)} run(s) "
                                    "ahead of this one.")
-        elif task.progress is not None and seen:
+        elif task.progress is not None:
             fraction, text = task.progress
             bar.progress(fraction, text=f"{waiting} {text}".strip())
     if bar is not None:

@@ -29,29 +29,15 @@ DATA = {"synthetic": "synthetic low-rank M*", "ml-100k": "MovieLens-100K ratings
 
 
 def _race(cfgs: list[CompletionConfig]):
-    """Every config once (cached by key): the phase map's grid, as a task of the server's job queue."""
+    """Every config once, one after the other (cached runs come back at once): a task of the server's job queue."""
     def work(task):
         from labcore.completion.harness import run
 
         frames = []
         for i, cfg in enumerate(cfgs):
+            task.report(i / len(cfgs), f"run {i + 1} of {len(cfgs)}: {LABELS[cfg.algorithm]}, {cfg.budget_s:g} s")
             frames.append(run(cfg))
-            task.report((i + 1) / len(cfgs), f"{i + 1} of {len(cfgs)} runs")
         return pd.concat(frames, ignore_index=True)
-
-    return work
-
-
-def _live_race(cfgs: list[CompletionConfig]):
-    """The algorithms one after the other, as a task of the server's job queue (cached runs come back at once)."""
-    def work(task):
-        from labcore.completion.harness import run
-
-        done: list[pd.DataFrame] = []
-        for i, cfg in enumerate(cfgs):
-            task.report(i / len(cfgs), f"{LABELS[cfg.algorithm]}: {cfg.budget_s:g} s budget")
-            done.append(run(cfg))
-        return pd.concat(done, ignore_index=True)
 
     return work
 
@@ -116,7 +102,7 @@ def render() -> None:
     with tab_race:
         df, title = None, base.describe().split(" on ", 1)[1]
         if runnable:
-            df = in_background("completion.race", ",".join(c.key() for c in runnable), _live_race(runnable),
+            df = in_background("completion.race", ",".join(c.key() for c in runnable), _race(runnable),
                                f"Racing {len(runnable)} algorithms, {base.budget_s:g} s each...")
         if df is not None:
             chart(plots.race(df, title), key="race")
