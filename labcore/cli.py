@@ -90,19 +90,25 @@ def cmd_figure(ns) -> int:
     if ns.html is not None and not ns.html.strip():
         raise ValueError("--html='' is invalid: give a file (one card), a folder ('all' or a pattern), or 'none' "
                          "for no plot")
+    if ns.doc is not None and not (ns.report and ns.card in (None, "all")):
+        raise ValueError(f"--doc={ns.doc!r} is invalid without --report all: the doc's block holds every card")
     if ns.report:
-        from .figures.report import markdown
+        from .figures.report import markdown, write_doc
 
         prefix = ns.card if ns.card and ns.card != "all" else ""
         if not any(c.id.startswith(prefix) for c in figures.list_cards()):
             raise ValueError(f"--report {prefix!r}: no card id starts with {prefix!r}; `labcore figure --list` "
                              "lists the card ids")
-        print(markdown(prefix=prefix), end="")
+        if ns.doc:
+            write_doc(ns.doc)
+            print(f"wrote the reproduction tables into {ns.doc}")
+        else:
+            print(markdown(prefix=prefix), end="")
         return 0
     if ns.list or not ns.card:
         for c in figures.list_cards():
             st = figures.stored(c.id, figure=False) if ns.list else None
-            mark = "" if st is None else f"  [stored: {'ok' if st.within_tolerance else 'differs'}]"
+            mark = "" if st is None else f"  [stored: {st.verdict}]"
             print(f"{c.id:<22} {c.kind:<6} {c.title}{mark}")
         if not ns.list:
             print("\nlabcore figure <id> [--full] [--save]   |   labcore figure all --full --save")
@@ -243,8 +249,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--save", action="store_true", help="with --full: write results/<id>.csv and .json")
     p.add_argument("--stored", action="store_true", help="show the committed full-size result instead of running")
     p.add_argument("--report", action="store_true",
-                   help="print the reproduction table (markdown) of the stored results (card: an id prefix, "
-                        "e.g. colr-)")
+                   help="print the reproduction tables (markdown) of the stored results: per topic and per card, "
+                        "numbers within, claims holding, rows shown (card: an id prefix, e.g. colr-, or all)")
+    p.add_argument("--doc", help="with --report all: write the tables into this doc's generated block instead "
+                                 "(docs/reproduction.md)")
     p.add_argument("--jobs", type=_positive_int, default=1,
                    help="with --full: train the cards' runs in this many processes first (2 on a 2-core machine)")
     p.add_argument("--backend", choices=("processes", "ray"), default="processes",

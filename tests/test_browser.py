@@ -438,11 +438,17 @@ def _set(pg, control, value: str) -> None:
         return
     s = _input(pg, control)
     s.focus()
+    step = s.get_attribute("step") or ""
+    step = float(step) if step.replace(".", "", 1).isdigit() and float(step) > 0 else None  # else a press at a time
     for _ in range(400):
-        now = s.get_attribute("value")
-        if now == value:
+        now = float(s.evaluate("e => e.value"))
+        if now == float(value):
             return
-        pg.keyboard.press("ArrowRight" if float(now) < float(value) else "ArrowLeft")
+        # all presses in one burst: a slow press-and-read loop lets the slider commit a value on the way, whose
+        # rerun can land after the last press
+        presses = max(1, round(abs(float(value) - now) / step)) if step else 1
+        for _ in range(presses):
+            pg.keyboard.press("ArrowRight" if now < float(value) else "ArrowLeft")
 
 
 def _link_moved(pg, before_link: str) -> None:
@@ -474,7 +480,7 @@ def _sweep_one(pg, name, control, changes: int, seen_while: dict) -> None:
         _link_moved(pg, before_link)
     _idle(pg, timeout=240)
     _reveal(pg, control)
-    _settle(pg, control, start, tries=2)
+    _settle(pg, control, start, tries=4)
     assert _value(pg, control) == start, (name, control, "could not be put back")
 
 

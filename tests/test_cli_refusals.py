@@ -47,7 +47,10 @@ def test_a_report_of_no_card_fails_and_says_how_to_list_them():
     assert code == 2 and out == ""
     assert err == "labcore: --report 'zzz': no card id starts with 'zzz'; `labcore figure --list` lists the card ids\n"
     code, out, _ = cli(["figure", "--report", "colr-"])
-    assert code == 0 and "| card |" in out
+    assert code == 0 and "| card | numbers within | claims hold | shown |" in out
+    code, out, err = cli(["figure", "colr-", "--report", "--doc", "docs/reproduction.md"])
+    assert code == 2 and out == "" and err == ("labcore: --doc='docs/reproduction.md' is invalid without --report all: "
+                                               "the doc's block holds every card\n")
 
 
 def test_an_infinite_option_is_refused_in_one_line():

@@ -232,6 +232,77 @@ def test_every_committed_comparison_has_one_type_a_column(card_id, monkeypatch):
     cmp = res.comparison()
     pa.Table.from_pandas(cmp, preserve_index=False)
     assert cmp["quantity"].notna().all()
+    assert set(cmp["kind"]) <= set(figures.ROW_KINDS)
+    assert all((k == "shown") == (ok is None or ok != ok) for k, ok in zip(cmp["kind"], cmp["ok"]))
+
+
+@pytest.mark.parametrize("card_id", figures.card_ids())
+def test_every_stored_result_names_a_command_that_regenerates_it(card_id, monkeypatch):
+    """The command in results/<id>.json runs as written: `labcore figure` with this card (or a pattern it matches)
+    and options the CLI has, or a module or script of this checkout."""
+    import fnmatch
+    import importlib.util
+    import shlex
+    from pathlib import Path
+
+    monkeypatch.delenv(figures.registry.RESULTS_ENV, raising=False)
+    meta_path = figures.results_dir() / f"{card_id}.json"
+    if not meta_path.exists():
+        pytest.skip(f"no committed result for {card_id}")
+    words = shlex.split(json.loads(meta_path.read_text())["command"])
+    assert "..." not in words, words
+    if words[:2] == ["labcore", "figure"]:
+        assert fnmatch.fnmatch(card_id, words[2]), words
+        parsed = []  # the CLI parses every option of the command (an unknown one exits 2), and runs nothing here
+        monkeypatch.setattr("labcore.cli.cmd_figure", lambda ns: parsed.append(ns) or 0)
+        assert main(words[1:]) == 0 and parsed[0].card == words[2]
+    else:
+        assert words[0] == "python", words
+        if words[1] == "-m":
+            assert importlib.util.find_spec(words[2]) is not None, words
+        else:
+            assert (Path(__file__).resolve().parents[1] / words[1]).exists(), words
+        assert card_id in words or "--full" in words or "--save" in words, words
+
+
+def test_a_headline_counts_numbers_claims_and_shown_rows_apart():
+    table = pd.DataFrame({"kind": ["number", "number", "claim", "claim", "claim", "shown"],
+                          "ok": [True, False, True, True, False, None]})
+    tally = figures.Tally.of(table)
+    assert tally.counts() == (1, 2, 2, 3, 1)
+    assert tally.headline == "numbers: 1 of 2 within; claims: 2 of 3 hold; shown: 1"
+    assert (tally + tally).counts() == (2, 4, 4, 6, 2)
+
+
+def test_a_row_whose_kind_contradicts_its_check_is_the_cards_error():
+    kind = figures.registry._row_kind
+    assert kind("c", float("nan"), None, 0.5) == "shown"  # a card that states no kind: derived from the row
+    assert kind("c", float("nan"), True, 0.5) == "number" and kind("c", float("nan"), False, "all") == "claim"
+    with pytest.raises(ValueError, match="card c: a row of kind 'shown' has ok=True"):
+        kind("c", "shown", True, 0.5)
+    with pytest.raises(ValueError, match="card c: a row of kind 'claim' has ok=None"):
+        kind("c", "claim", None, "all")
+    with pytest.raises(ValueError, match="kind='verdict' is invalid: allowed values are number, claim, shown"):
+        kind("c", "verdict", True, 1.0)
+
+
+def test_the_reproduction_doc_holds_the_tables_the_stored_results_give(monkeypatch, tmp_path):
+    """docs/reproduction.md's generated block is `labcore figure --report all`'s output; a number edited by hand
+    in the doc (or a result regenerated without regenerating the doc) fails here."""
+    from pathlib import Path
+
+    from labcore.figures import report
+
+    monkeypatch.delenv(figures.registry.RESULTS_ENV, raising=False)
+    doc = Path(__file__).resolve().parents[1] / "docs" / "reproduction.md"
+    generated = report.markdown()
+    assert report.doc_block(doc.read_text()) == generated, (
+        "docs/reproduction.md is stale: labcore figure --report all --doc docs/reproduction.md")
+    copy = tmp_path / "reproduction.md"  # the command writes the block, and only the block
+    copy.write_text("intro\n" + report.DOC_BEGIN + "\nold\n" + report.DOC_END + "\nrest\n")
+    assert main(["figure", "--report", "all", "--doc", str(copy)]) == 0
+    text = copy.read_text()
+    assert report.doc_block(text) == generated and text.startswith("intro\n") and text.endswith("rest\n")
 
 
 def test_a_comparison_column_mixing_text_and_numbers_becomes_text_as_printed():

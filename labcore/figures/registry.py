@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import numbers
 import os
 import platform
 import threading
@@ -36,7 +37,10 @@ SIZES = ("smoke", "full")
 SMOKE_VERDICT = "smoke run: checks the pipeline only, no verdict on the paper"
 SMOKE_NOTE = "smoke size (small synthetic data): not comparable with the paper"
 SMOKE_TITLE = "SMOKE RUN, small synthetic data: not the paper's numbers"
-COMPARE_COLUMNS = ("quantity", "paper", "ours", "ok", "note")
+COMPARE_COLUMNS = ("quantity", "paper", "ours", "ok", "kind", "note")
+# What a comparison row is (the verdict rule, docs/reproduction.md): a number the paper prints, checked at a
+# numeric tolerance; a claim the paper states, checked as stated ("all" means all); or shown and not checked.
+ROW_KINDS = ("number", "claim", "shown")
 KINDS = ("figure", "table")
 RESULTS_ENV = "LABCORE_RESULTS"
 
@@ -78,14 +82,20 @@ class FigureCard:
         return self.plot_fn(ours, self.paper if paper is None else paper)
 
     def compare(self, ours: pd.DataFrame, paper: pd.DataFrame | None = None) -> pd.DataFrame:
-        """Ours beside the paper's, one quantity a row; `ok` is None for rows shown for information."""
+        """Ours beside the paper's, one quantity a row, each of a kind in ROW_KINDS; `ok` is None for rows shown
+        for information."""
         out = self.compare_fn(ours, self.paper if paper is None else paper)
-        return _one_type_a_column(out.reindex(columns=list(COMPARE_COLUMNS)))
+        out = out.reindex(columns=list(COMPARE_COLUMNS))
+        out["kind"] = [_row_kind(self.id, k, ok, p) for k, ok, p in zip(out["kind"], out["ok"], out["paper"])]
+        return _one_type_a_column(out)
 
     def check(self, ours: pd.DataFrame, paper: pd.DataFrame | None = None) -> bool:
         """Within tolerance: every checked row of `compare` is ok (and there is at least one)."""
-        ok = [v for v in self.compare(ours, paper)["ok"] if v is not None and v == v]
+        ok = [v for v in self.compare(ours, paper)["ok"] if _checked(v)]
         return bool(ok) and all(bool(v) for v in ok)
+
+    def tally(self, ours: pd.DataFrame, paper: pd.DataFrame | None = None) -> "Tally":
+        return Tally.of(self.compare(ours, paper))
 
     def describe(self) -> str:
         lines = [f"{self.id}  [{self.kind}]  {self.title}", f"  paper: {self.caption}"]
@@ -95,6 +105,53 @@ class FigureCard:
         lines.append(f"  tolerance: {self.tolerance_text}")
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
+
+
+def _checked(ok) -> bool:
+    return ok is not None and ok == ok
+
+
+def _row_kind(card_id: str, kind, ok, paper) -> str:
+    """A row's kind as its card states it; a card that states none gets 'shown' for an unchecked row, 'number'
+    for a checked row beside a number and 'claim' otherwise. A checked row called shown, or an unchecked one
+    called anything else, is the card's error."""
+    if not isinstance(kind, str):
+        number = isinstance(paper, numbers.Real) and not isinstance(paper, bool) and paper == paper
+        kind = "shown" if not _checked(ok) else "number" if number else "claim"
+    if kind not in ROW_KINDS:
+        raise ValueError(f"card {card_id}: kind={kind!r} is invalid: allowed values are {', '.join(ROW_KINDS)}")
+    if (kind == "shown") == _checked(ok):
+        raise ValueError(f"card {card_id}: a row of kind {kind!r} has ok={ok!r}: a shown row is not checked "
+                         "(ok None) and a number or claim is (ok True or False)")
+    return kind
+
+
+@dataclass(frozen=True)
+class Tally:
+    """How a card's rows fare, kind by kind: the card's headline."""
+
+    numbers_within: int = 0
+    numbers: int = 0
+    claims_hold: int = 0
+    claims: int = 0
+    shown: int = 0
+
+    @classmethod
+    def of(cls, table: pd.DataFrame) -> "Tally":
+        kinds, ok = list(table["kind"]), [bool(v) if _checked(v) else False for v in table["ok"]]
+        return cls(sum(k == "number" and o for k, o in zip(kinds, ok)), kinds.count("number"),
+                   sum(k == "claim" and o for k, o in zip(kinds, ok)), kinds.count("claim"), kinds.count("shown"))
+
+    def __add__(self, other: "Tally") -> "Tally":
+        return Tally(*(a + b for a, b in zip(self.counts(), other.counts())))
+
+    def counts(self) -> tuple[int, int, int, int, int]:
+        return self.numbers_within, self.numbers, self.claims_hold, self.claims, self.shown
+
+    @property
+    def headline(self) -> str:
+        return (f"numbers: {self.numbers_within} of {self.numbers} within; claims: {self.claims_hold} of "
+                f"{self.claims} hold; shown: {self.shown}")
 
 
 def _one_type_a_column(table: pd.DataFrame) -> pd.DataFrame:
@@ -128,10 +185,10 @@ class CardResult:
 
     @property
     def verdict(self) -> str:
-        """'within tolerance', 'NOT within tolerance', or what a smoke run is."""
+        """The card's headline ('numbers: a of b within; claims: c of d hold; shown: e'), or what a smoke run is."""
         if self.size == "smoke":
             return SMOKE_VERDICT
-        return "within tolerance" if self.within_tolerance else "NOT within tolerance"
+        return get(self.card_id).tally(self.ours, self.paper).headline
 
 
 _CARDS: dict[str, FigureCard] = {}

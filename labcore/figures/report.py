@@ -1,11 +1,19 @@
-"""The reproduction table of docs/reproduction.md, built from the stored results (results/<id>.csv/.json)."""
+"""The reproduction tables of docs/reproduction.md, built from the stored results (results/<id>.csv/.json).
+
+`labcore figure --report all` prints them: per topic, the paper numbers within tolerance, the claims that hold
+and the rows only shown; per card the same with the time of its runs; then every checked row with its kind.
+docs/reproduction.md holds this output between two markers, and a test fails when the two differ.
+"""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pandas as pd
 
-from .registry import list_cards, results_dir, stored
+from .registry import Tally, list_cards, results_dir, stored
+
+DOC_BEGIN = "<!-- begin: labcore figure --report all (generated from results/; do not edit by hand) -->"
+DOC_END = "<!-- end: labcore figure --report all -->"
 
 
 def _fmt_s(s) -> str:
@@ -18,31 +26,65 @@ def _cards(prefix: str):
     return [c for c in list_cards() if c.id.startswith(prefix)]
 
 
+def _of(t: Tally) -> tuple[str, str, str]:
+    return f"{t.numbers_within} / {t.numbers}", f"{t.claims_hold} / {t.claims}", str(t.shown)
+
+
 def card_rows(folder: Path | str | None = None, prefix: str = "") -> pd.DataFrame:
-    """One row per checked quantity of every stored card: card, quantity, paper, ours, ok."""
+    """One row per checked quantity of every stored card: card, quantity, kind, paper, ours, ok."""
     rows = []
     for card in _cards(prefix):
-        res = stored(card.id, folder)
+        res = stored(card.id, folder, figure=False)
         if res is None:
-            rows.append({"card": card.id, "quantity": "(no stored result)", "paper": "", "ours": "", "ok": None})
+            rows.append({"card": card.id, "quantity": "(no stored result)", "kind": "", "paper": "", "ours": "",
+                         "ok": None})
             continue
-        cmp = card.compare(res.ours, res.paper)
-        for _, r in cmp.iterrows():
-            if r["ok"] is not None and r["ok"] == r["ok"]:
-                rows.append({"card": card.id, "quantity": r["quantity"], "paper": r["paper"], "ours": r["ours"],
-                             "ok": bool(r["ok"])})
+        for _, r in card.compare(res.ours, res.paper).iterrows():
+            if r["kind"] != "shown":
+                rows.append({"card": card.id, "quantity": r["quantity"], "kind": r["kind"], "paper": r["paper"],
+                             "ours": r["ours"], "ok": bool(r["ok"])})
     return pd.DataFrame(rows)
 
 
-def markdown(folder: Path | str | None = None, prefix: str = "") -> str:
-    """Markdown: per card, within tolerance or not and the time of its runs; then every checked quantity."""
-    folder = Path(folder) if folder else results_dir()
-    head = ["| card | within tolerance | runs | wall-clock of its runs | CPU time of its runs | stored |",
-            "|---|---|---|---|---|---|"]
+def tallies(folder: Path | str | None = None, prefix: str = "") -> dict[str, Tally | None]:
+    """Each card's tally over its stored result (None: no stored result)."""
+    out = {}
     for card in _cards(prefix):
-        res = stored(card.id, folder)
+        res = stored(card.id, folder, figure=False)
+        out[card.id] = None if res is None else card.tally(res.ours, res.paper)
+    return out
+
+
+def by_topic(folder: Path | str | None = None, prefix: str = "") -> pd.DataFrame:
+    """Per topic: numbers within / checked, claims holding / checked, rows shown, cards without a stored result."""
+    from .. import topics
+
+    rows = {}
+    for cid, t in tallies(folder, prefix).items():
+        name = topics.card_topic(cid).name
+        total, missing = rows.get(name, (Tally(), 0))
+        rows[name] = (total + t, missing) if t is not None else (total, missing + 1)
+    return pd.DataFrame([{"topic": name, "numbers within": _of(t)[0], "claims hold": _of(t)[1], "shown": t.shown,
+                          "cards not run": missing} for name, (t, missing) in rows.items()])
+
+
+def _table(frame: pd.DataFrame) -> list[str]:
+    cols = list(frame.columns)
+    return (["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+            + ["| " + " | ".join(str(v) for v in r) + " |" for r in frame.itertuples(index=False)])
+
+
+def markdown(folder: Path | str | None = None, prefix: str = "") -> str:
+    """Markdown: per topic and per card, numbers within, claims holding and rows shown (and the time of a card's
+    runs); then every checked row."""
+    folder = Path(folder) if folder else results_dir()
+    topic_lines = _table(by_topic(folder, prefix))
+    head = ["| card | numbers within | claims hold | shown | runs | wall-clock of its runs | CPU time of its runs "
+            "| stored |", "|---|---|---|---|---|---|---|---|"]
+    for card in _cards(prefix):
+        res = stored(card.id, folder, figure=False)
         if res is None:
-            head.append(f"| `{card.id}` | not run | - | - | - | - |")
+            head.append(f"| `{card.id}` | not run | - | - | - | - | - | - |")
             continue
         m = res.meta
         n = len(m.get("configs", []))
@@ -52,11 +94,29 @@ def markdown(folder: Path | str | None = None, prefix: str = "") -> str:
         cpu = "-" if no_cpu >= n else _fmt_s(m.get("standalone_cpu_s")) + (f" (+{no_cpu} not timed)" if no_cpu else "")
         if not n:
             wall, cpu = _fmt_s(m.get("runtime_s")), "-"
-        head.append(f"| `{card.id}` | {'yes' if res.within_tolerance else '**no**'} | {n} | {wall} | {cpu} | "
+        numbers, claims, shown = _of(card.tally(res.ours, res.paper))
+        head.append(f"| `{card.id}` | {numbers} | {claims} | {shown} | {n} | {wall} | {cpu} | "
                     f"{m.get('date', '-')[:10]} |")
     rows = card_rows(folder, prefix)
-    body = ["| card | quantity | paper | ours | ok |", "|---|---|---|---|---|"]
+    body = ["| card | quantity | kind | paper | ours | ok |", "|---|---|---|---|---|---|"]
     for _, r in rows.iterrows():
         ok = "" if pd.isna(r["ok"]) else ("yes" if r["ok"] else "**no**")
-        body.append(f"| `{r['card']}` | {r['quantity']} | {r['paper']} | {r['ours']} | {ok} |")
-    return "\n".join(head) + "\n\n" + "\n".join(body) + "\n"
+        body.append(f"| `{r['card']}` | {r['quantity']} | {r['kind']} | {r['paper']} | {r['ours']} | {ok} |")
+    return "\n".join(topic_lines) + "\n\n" + "\n".join(head) + "\n\n" + "\n".join(body) + "\n"
+
+
+def doc_block(text: str) -> str:
+    """The generated part of a doc (between DOC_BEGIN and DOC_END), as it stands."""
+    if DOC_BEGIN not in text or DOC_END not in text:
+        raise ValueError(f"the doc has no generated block: it needs the lines {DOC_BEGIN!r} and {DOC_END!r}")
+    return text.split(DOC_BEGIN, 1)[1].split(DOC_END, 1)[0].strip("\n") + "\n"
+
+
+def write_doc(path: Path | str, folder: Path | str | None = None) -> None:
+    """Replace the generated block of `path` with `markdown()` of every card."""
+    path = Path(path)
+    text = path.read_text()
+    doc_block(text)
+    before, rest = text.split(DOC_BEGIN, 1)
+    after = rest.split(DOC_END, 1)[1]
+    path.write_text(f"{before}{DOC_BEGIN}\n{markdown(folder)}{DOC_END}{after}")

@@ -140,7 +140,7 @@ def _stored() -> None:
         except Exception as e:  # another topic's cards failing to import must not hide these
             st.warning(f"stored result of {cid} not readable: {e}")
             res = None
-        with st.expander(f"{card.title}" + ("" if res is None else f"  ({'within' if res.within_tolerance else 'outside'} tolerance)")):
+        with st.expander(f"{card.title}" + ("" if res is None else f"  ({res.verdict})")):
             if res is None:
                 st.info(f"No stored result yet: reproduce it with figures.reproduce('{cid}', 'full').")
             else:
