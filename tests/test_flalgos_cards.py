@@ -1,6 +1,7 @@
 """The federated-optimization topic: cards at smoke size, the topic declaration, exercises, the app page."""
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from conftest import ROOT
@@ -211,3 +212,92 @@ def test_pfedme_exercise_judges_the_local_step_and_the_small_runs_report_persona
     for kind in ("pfedme", "perfedavg"):
         t = ex.personal_quality((0.5,), rounds=3, kind=kind)
         assert t["personal HR@10"].between(0, 1).all() and t["global HR@10"].between(0, 1).all()
+
+
+# --- verdicts: every row says what it is, and a baseline fed as the method fails -------------------------------------
+TOPIC_CARDS = CARD_IDS + [
+    "flalgos-engine-ml1m", "flalgos-engine-drift-ml1m", "flalgos-engine-stragglers-ml1m",
+    "flalgos-engine-dropout-ml1m", "flalgos-engine-backdoor-ml1m", "flalgos-engine-ditto-ml100k",
+    "flalgos-engine-apfl-ml100k", "flalgos-engine-personal-ml100k"]
+
+
+def test_the_list_covers_every_card_of_the_topic():
+    assert sorted(TOPIC_CARDS) == sorted(c for c in registry.card_ids() if c.startswith("flalgos-"))
+
+
+@pytest.mark.parametrize("card_id", TOPIC_CARDS)
+def test_every_compared_row_is_a_claim_or_shown(card_id):
+    """These papers print figures, not numbers: a row is a claim (checked) or shown (ok None), never a number."""
+    res = registry.stored(card_id, figure=False)
+    assert res is not None, f"{card_id}: no committed result"
+    table = registry.get(card_id).compare_fn(res.ours, res.paper)  # the card's own kinds, before the registry
+    assert "kind" in table and table["kind"].isin(["claim", "shown"]).all()
+    assert ((table["kind"] == "shown") == table["ok"].isna()).all()
+
+
+def _as(df, dst: dict, src: dict, cols) -> "pd.DataFrame":
+    """A copy of `df` whose rows matching `dst` carry the values of the rows matching `src` (same order)."""
+    out = df.copy()
+    pick = lambda where: (out[list(where)] == pd.Series(where)).all(axis=1)  # noqa: E731
+    a, b = pick(dst), pick(src)
+    assert a.sum() == b.sum() > 0, (dst, src)
+    out.loc[a, cols] = out.loc[b, cols].values
+    return out
+
+
+def _baseline(card_id: str, ours):
+    """The method replaced by its baseline (FedAvg, the undefended run, q = 0, an untrained model)."""
+    hr = ["hr"]
+    if card_id == "flalgos-fedprox-stragglers":
+        return _as(ours, {"method": "FedProx mu=1"}, {"method": "FedAvg (drops stragglers)"}, ["train_loss"])
+    if card_id == "flalgos-scaffold-quadratics":
+        return _as(ours, {"method": "SCAFFOLD"}, {"method": "FedAvg"}, ["distance", "up_bytes"])
+    if card_id == "flalgos-scaffold-digits":
+        return _as(ours, {"method": "SCAFFOLD"}, {"method": "FedAvg"}, ["test_acc", "up_bytes"])
+    if card_id == "flalgos-qffl-fairness":
+        return ours.assign(**{c: ours.loc[ours.q == 0, c].iloc[0] for c in ours.columns if c not in ("q", "size")})
+    if card_id == "flalgos-personalization":
+        out = ours.copy()
+        for m in ("Ditto", "pFedMe", "APFL"):
+            out = _as(out, {"method": m}, {"method": "FedAvg (global)"}, ["accuracy"])
+        return out
+    if card_id == "flalgos-backdoor":  # every defense as the undefended run
+        out = ours.copy()
+        for d in ("norm clipping", "median"):
+            out = _as(out, {"attack": "replacement", "defense": d}, {"attack": "replacement", "defense": "none"},
+                      ["clean_acc", "backdoor"])
+        return out
+    if card_id == "flalgos-bytes":
+        return _as(ours, {"algorithm": "scaffold", "quantize_bits": 0}, {"algorithm": "fedavg", "quantize_bits": 0},
+                   ["up_bytes_per_client", "down_bytes_per_client", "up_vs_fedavg"])
+    if card_id == "flalgos-engine-ml1m":  # an untrained FedProx (chance: 1 positive among 100 candidates)
+        return ours.assign(hr=ours["hr"].where(ours.algorithm != "FedProx mu=0.01", 0.1))
+    if card_id == "flalgos-engine-drift-ml1m":
+        return _as(ours, {"algorithm": "SCAFFOLD"}, {"algorithm": "FedAvg"},
+                   hr + ["bytes_up_client", "bytes_down_client"])
+    if card_id == "flalgos-engine-stragglers-ml1m":
+        out = ours.copy()
+        for s in (0.5, 0.9):
+            out = _as(out, {"stragglers": s, "algorithm": "FedProx mu=0.01"},
+                      {"stragglers": s, "algorithm": "FedAvg (drops stragglers)"}, hr + ["loss_smooth"])
+        return out
+    if card_id == "flalgos-engine-dropout-ml1m":  # SecAgg off by a dozen users' hits, more than float rounding
+        secure = ours["arm"] == "FedAvg + SecAgg"
+        return ours.assign(hr=ours["hr"].where(~secure, ours["hr"] - 0.002))
+    if card_id == "flalgos-engine-backdoor-ml1m":  # Krum, which stops it, as the undefended run
+        return ours.assign(backdoor_success=ours["backdoor_success"].where(~ours.arm.str.contains("Krum"), 1.0))
+    return ours.assign(hr_personal=ours["hr"])  # personal models that are the global model
+
+
+@pytest.mark.parametrize("card_id", TOPIC_CARDS)
+def test_a_baseline_fed_as_the_method_fails_the_check(card_id):
+    card, res = registry.get(card_id), registry.stored(card_id, figure=False)
+    assert not card.check(_baseline(card_id, res.ours))
+
+
+def test_every_result_file_holds_the_command_that_regenerates_it():
+    import json
+
+    for cid in TOPIC_CARDS:
+        meta = json.loads((ROOT / "results" / f"{cid}.json").read_text())
+        assert meta["command"] == f"labcore figure {cid} --full --save", cid

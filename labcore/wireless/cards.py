@@ -60,6 +60,32 @@ def _floor(ours: pd.DataFrame, bu: int, bd: int, figure: str | None = None) -> f
     return error_floor(d) if len(d) else float("nan")
 
 
+def _floor_se(ours: pd.DataFrame, bu: int, bd: int, figure: str | None = None) -> float:
+    """Standard error of `_floor` over the trials: the 10-90 % band of the trials is 2.56 standard deviations."""
+    d = ours[(ours["bits_up"] == bu) & (ours["bits_down"] == bd)]
+    if figure is not None:
+        d = d[d["figure"] == figure]
+    if not len(d):
+        return float("nan")
+    tail = d.iloc[-max(1, int(len(d) * 0.25)):]
+    trials = SIZES[d["size"].iloc[0]]["trials"] if "size" in d else SIZES["full"]["trials"]
+    return float(((tail["err_hi"] - tail["err_lo"]) / 2.563).mean() / np.sqrt(trials))
+
+
+SE_MARGIN = 2  # an ordering of two floors holds only if their gap exceeds this many standard errors of the gap
+
+
+def _above(ours: pd.DataFrame, high: tuple, low: tuple) -> tuple[bool, str]:
+    """Is the floor of `high` (bits up, bits down[, figure]) above that of `low` by more than the trials' noise?"""
+    gap = _floor(ours, *high) - _floor(ours, *low)
+    se = float(np.hypot(_floor_se(ours, *high), _floor_se(ours, *low)))
+    return bool(gap > SE_MARGIN * se), f"gap {gap:.3g}, {SE_MARGIN} standard errors of the trials {SE_MARGIN * se:.2g}"
+
+
+def _row(kind: str, quantity: str, paper: str, ours, ok, note: str = "") -> dict:
+    return {"quantity": quantity, "paper": paper, "ours": ours, "ok": ok, "kind": kind, "note": note}
+
+
 def _title(base: str, ours: pd.DataFrame) -> str:
     smoke = len(ours) and ours["size"].iloc[0] == "smoke"
     return base + (" (smoke run: tiny d, few trials; not the paper's numbers)" if smoke else "")
@@ -73,8 +99,7 @@ def _bound_row(ours: pd.DataFrame) -> dict:
     note = f"largest measured/bound ratio {worst:.3g}"
     if none:
         note += f"; Theorem 1's conditions fail (no bound) for: {', '.join(none)}"
-    return {"quantity": "measured E[r_k] <= Theorem 1 bound at every k", "paper": "Theorem 1", "ours": str(below),
-            "ok": below, "note": note}
+    return _row("claim", "measured E[r_k] <= Theorem 1 bound at every k", "Theorem 1", str(below), below, note)
 
 
 def _paper(rows: list[tuple[str, str]]) -> pd.DataFrame:
@@ -87,21 +112,30 @@ FIG2 = [("fig2", "full precision", {}), ("fig2", "uplink-only 8 bits", {"bits_up
         ("fig2", "downlink-only 16 bits", {"bits_down": 16})]
 
 
+FIG2_DROP = 2 * 8 * np.log10(2)  # the report's log10(2^8) in sqrt(kappa w): twice that in r_k, 4.82 decades
+FIG2_DROP_TOL = 0.8  # decades: the report states an order ("O(...)"), read off a plot
+
+
 def _fig2_compare(ours, paper):
     rows = []
-    for link, key in (("downlink", "bits_down"), ("uplink", "bits_up")):
+    for link in ("downlink", "uplink"):
         f8 = _floor(ours, **({"bu": 0, "bd": 8} if link == "downlink" else {"bu": 8, "bd": 0}))
         f16 = _floor(ours, **({"bu": 0, "bd": 16} if link == "downlink" else {"bu": 16, "bd": 0}))
         drop = np.log10(f8 / f16)
-        rows.append({"quantity": f"{link}-only floor drop 8 -> 16 bits (decades of r_k)",
-                     "paper": "O(log10 2^8) in sqrt(kappa w), i.e. 4.8 in r_k", "ours": f"{drop:.2f}",
-                     "ok": bool(drop >= 4.0), "note": f"floors {f8:.3g} and {f16:.3g}; omega falls by 2^16 = 4.8 decades"})
+        # the report prints the drop for the downlink only; for the uplink it claims the same dependence on bits
+        printed = link == "downlink"
+        rows.append(_row("number" if printed else "claim", f"{link}-only floor drop 8 -> 16 bits (decades of r_k)",
+                         f"O(log10 2^8) in sqrt(kappa w), i.e. {FIG2_DROP:.2f} in r_k" if printed else
+                         f"as the downlink's {FIG2_DROP:.2f} (a neighborhood set by the bits)", f"{drop:.2f}",
+                         bool(abs(drop - FIG2_DROP) <= FIG2_DROP_TOL),
+                         f"within {FIG2_DROP_TOL} decades; floors {f8:.3g} and {f16:.3g}"))
     for b in (8, 16):
-        r = _floor(ours, b, 0) / _floor(ours, 0, b)
-        rows.append({"quantity": f"uplink-only / downlink-only floor at {b} bits", "paper": "> 1 (uplink is the "
-                     "bottleneck)", "ours": f"{r:.2f}", "ok": bool(r > 1.0),
-                     "note": "single user: the downlink noise passes one gradient step (a contraction) before it "
-                             "counts, the uplink noise does not; the gap is that contraction, not orders of magnitude"})
+        ok, why = _above(ours, (b, 0), (0, b))
+        rows.append(_row("claim", f"uplink-only / downlink-only floor at {b} bits",
+                         "> 1 (an increase in the error neighborhood with uplink-only)",
+                         f"{_floor(ours, b, 0) / _floor(ours, 0, b):.2f}", ok,
+                         f"{why}; single user: the downlink noise passes one gradient step (a contraction) before it "
+                         "counts, the uplink noise does not; the gap is that contraction, not orders of magnitude"))
     rows.append(_bound_row(ours))
     return pd.DataFrame(rows)
 
@@ -115,8 +149,8 @@ _register(FigureCard(
     compute_fn=lambda size, progress: _curves(size, FIG2, progress),
     plot_fn=lambda ours, paper: plots.error_curves(ours, _title("Fig. 2: error-free links, kappa = 2", ours)),
     compare_fn=_fig2_compare, tolerance=None,
-    tolerance_text="shape: 8 -> 16 bits lowers the floor by >= 4 decades, uplink-only floor above downlink-only, "
-                   "measured <= Theorem 1 bound",
+    tolerance_text="8 -> 16 bits lowers the floor by the report's 4.82 decades within 0.8; uplink-only floor above "
+                   "downlink-only by more than 2 standard errors of the trials; measured <= Theorem 1 bound",
     expected="Linear convergence to a floor set by the bits: full precision to machine precision, 16 bits near "
              "1e-8, 8 bits near 1e-3; uplink-only a little above downlink-only.",
     columns=FIG_COLUMNS, notes=(CHOICE_NOTE, "The figure is an image in the report: we compare its stated readings, "
@@ -138,34 +172,40 @@ FIG4 = _budget_specs("fig4", (8, 16)) + [("fig3", n, kw) for n, kw in
 def _best_row(ours, fig, combos):
     floors = {c: _floor(ours, *c, figure=fig) for c in combos}
     best = min(floors, key=floors.get)
-    return {"quantity": "best (bits up, bits down) at budget 8 bits", "paper": "(8, 8): k = K",
-            "ours": str(best), "ok": best == (8, 8),
-            "note": "floors " + ", ".join(f"{c}: {v:.3g}" for c, v in floors.items())}
+    # "best" holds only if (8, 8) is below every other curve by more than the trials' noise
+    clear = [_above(ours, (*c, fig), (8, 8, fig))[0] for c in combos if c != (8, 8)]
+    return _row("claim", "best (bits up, bits down) at budget 8 bits", "(8, 8): k = K", str(best),
+                best == (8, 8) and all(clear),
+                "floors " + ", ".join(f"{c}: {v:.3g}" for c, v in floors.items()))
+
+
+def _ratio_row(ours, quantity, paper, high, low, note=""):
+    ok, why = _above(ours, high, low)
+    return _row("claim", quantity, paper, f"{_floor(ours, *high) / _floor(ours, *low):.3g}", ok,
+                f"{why}; {note}" if note else why)
 
 
 def _fig3_compare(ours, paper):
-    under_up, under_down = _floor(ours, 4, 8), _floor(ours, 8, 4)
     return pd.DataFrame([
         _best_row(ours, "fig3", [(a, b) for a in (4, 8) for b in (4, 8)]),
-        {"quantity": "under-using the uplink vs the downlink: floor (4, 8) / floor (8, 4)", "paper": "> 1",
-         "ours": f"{under_up / under_down:.2f}", "ok": bool(under_up > under_down),
-         "note": "4 bits on a d = 200 link break Theorem 1's conditions (k >= 2^5.37 up, 2^6.41 down): no bound"},
+        _ratio_row(ours, "under-using the uplink vs the downlink: floor (4, 8) / floor (8, 4)",
+                   "> 1 (deteriorates a lot more on the uplink)", (4, 8, "fig3"), (8, 4, "fig3"),
+                   "'a lot more' is not a number: we check more, by more than the trials' noise; 4 bits on a "
+                   "d = 200 link break Theorem 1's conditions (k >= 2^5.37 up, 2^6.41 down): no bound"),
         _bound_row(ours)])
 
 
 def _fig4_compare(ours, paper):
-    over_up, over_down = _floor(ours, 16, 8, "fig4"), _floor(ours, 8, 16, "fig4")
-    under_up, under_down = _floor(ours, 4, 8, "fig3"), _floor(ours, 8, 4, "fig3")
     return pd.DataFrame([
         _best_row(ours, "fig4", [(a, b) for a in (8, 16) for b in (8, 16)]),
-        {"quantity": "over-using the uplink vs the downlink: floor (16, 8) / floor (8, 16)", "paper": "> 1",
-         "ours": f"{over_up / over_down:.2f}", "ok": bool(over_up > over_down), "note": ""},
-        {"quantity": "under-use vs over-use of the uplink by the same factor: floor (4, 8) / floor (16, 8)",
-         "paper": "> 1", "ours": f"{under_up / over_up:.3g}", "ok": bool(under_up > over_up),
-         "note": "over-use costs channel noise of the budget's resolution 1/(4K^2); under-use costs 1/(4k^2) "
-                 "with k 16 times coarser"},
-        {"quantity": "under-use vs over-use of the downlink: floor (8, 4) / floor (8, 16)", "paper": "> 1",
-         "ours": f"{under_down / over_down:.3g}", "ok": bool(under_down > over_down), "note": ""},
+        _ratio_row(ours, "over-using the uplink vs the downlink: floor (16, 8) / floor (8, 16)",
+                   "> 1 (deteriorates more on the uplink)", (16, 8, "fig4"), (8, 16, "fig4")),
+        _ratio_row(ours, "under-use vs over-use of the uplink by the same factor: floor (4, 8) / floor (16, 8)",
+                   "> 1 (under-use loses more)", (4, 8, "fig3"), (16, 8, "fig4"),
+                   "over-use costs channel noise of the budget's resolution 1/(4K^2); under-use costs 1/(4k^2) "
+                   "with k 16 times coarser"),
+        _ratio_row(ours, "under-use vs over-use of the downlink: floor (8, 4) / floor (8, 16)",
+                   "> 1 (under-use loses more)", (8, 4, "fig3"), (8, 16, "fig4")),
         _bound_row(ours[ours["figure"] == "fig4"])])
 
 
@@ -186,8 +226,9 @@ for _id, _fig, _specs, _cmp, _cap, _exp in (
         plot_fn=lambda ours, paper, _f=_fig, _i=_id: plots.error_curves(
             ours[ours["figure"] == _i.split("-")[1]], _title(f"{_f}: budgets 8 bits up and down", ours)),
         compare_fn=_cmp, tolerance=None,
-        tolerance_text="shape: the report's readings hold (ok column); measured <= Theorem 1 bound where its "
-                       "conditions hold (the bound uses w = d/(4k^2) + d/(4K^2) + d/(4k^2) on an over-used link)",
+        tolerance_text="shape: the report's readings hold, each ordering by more than 2 standard errors of the "
+                       "trials; measured <= Theorem 1 bound where its conditions hold "
+                       "(the bound uses w = d/(4k^2) + d/(4K^2) + d/(4k^2) on an over-used link)",
         expected=_exp, columns=FIG_COLUMNS,
         notes=(CHOICE_NOTE, "Beyond the budget the bound uses a variance factor valid for quantizer plus channel; the "
                             "report uses d/(4K^2) there as a lower bound on sample complexity (Section 3.2).",
@@ -207,6 +248,11 @@ TABLE1_PAPER = pd.DataFrame({
     "down_k1_bits": [np.nan, 7, 7, 7, 7], "down_k2_bits": [np.nan, 7, 7, 7, 7]})
 PAPER_THRESHOLDS = {"up": 5.37, "down": 6.43}
 THRESHOLD_TOL = 0.025  # bits
+# The report states no d; ours is chosen so that the uplink threshold is the report's. The gap between the two
+# thresholds does not depend on d (both grow as log2 sqrt(d)): Theorem 1 gives 1.04 bits, the report prints 1.06.
+THRESHOLD_NOTE = {"up": "d = 200 is chosen to give this number: the row checks the formula at that d, not d",
+                  "down": "at d = 200 (chosen by the uplink's number); the down - up gap is d-free: 1.04 bits by "
+                          "Theorem 1 at gamma = 1/(4L), 1.06 printed, so no d gives both (d = 206: 6.43 but 5.39)"}
 
 
 def table1_setting(size: str = "full") -> allocation.Setting:
@@ -234,19 +280,18 @@ def _table1_compare(ours, paper):
             ok = _same(o[f"{link}_k1_bits"], p[f"{link}_k1_bits"]) and _same(o[f"{link}_k2_bits"], p[f"{link}_k2_bits"])
             got = ("infeasible" if np.isnan(o[f"{link}_k1_bits"]) else
                    f"(2^{o[f'{link}_k1_bits']:.6g}, 2^{o[f'{link}_k2_bits']:.6g})")
-            rows.append({"quantity": f"{link}link allocation at K2 = 2^{int(o['K2_bits'])}", "paper": p[link],
-                         "ours": got, "ok": ok, "note": f"whole-bit search: (2^{o[f'{link}_int_k1_bits']:g}, "
-                                                        f"2^{o[f'{link}_int_k2_bits']:g})"})
+            rows.append(_row("number", f"{link}link allocation at K2 = 2^{int(o['K2_bits'])}", p[link], got, ok,
+                             f"whole-bit search: (2^{o[f'{link}_int_k1_bits']:g}, 2^{o[f'{link}_int_k2_bits']:g})"))
         eq = _same(o["up_eq12_k1_bits"], o["up_k1_bits"]) and _same(o["up_eq12_k2_bits"], o["up_k2_bits"])
-        rows.append({"quantity": f"Eq. (12) closed form = solver at K2 = 2^{int(o['K2_bits'])}", "paper": "equal",
-                     "ours": f"(2^{o['up_eq12_k1_bits']:.6g}, 2^{o['up_eq12_k2_bits']:.6g})", "ok": eq,
-                     "note": "projected onto the users' own budgets when one binds" if o["K2_bits"] < 7 else ""})
+        # the report states that Eq. (12) with the joint budget gives the optimum; it prints no separate numbers
+        rows.append(_row("claim", f"Eq. (12) closed form = solver at K2 = 2^{int(o['K2_bits'])}", "equal",
+                         f"(2^{o['up_eq12_k1_bits']:.6g}, 2^{o['up_eq12_k2_bits']:.6g})", eq,
+                         "projected onto the users' own budgets when one binds" if o["K2_bits"] < 7 else ""))
     for link, val in PAPER_THRESHOLDS.items():
         ours_t = float(ours[f"{link}_threshold_bits"].iloc[0])
-        rows.append({"quantity": f"{link}link feasibility threshold log2 k", "paper": f"{val:.2f}",
-                     "ours": f"{ours_t:.3f}", "ok": bool(abs(ours_t - val) <= THRESHOLD_TOL),
-                     "note": "d = 200, kappa = 2, gamma = 1/(4L); at gamma = 1/(4L) no d gives both 5.37 and 6.43 "
-                             "(d = 206 gives 6.43 but 5.39)"})
+        rows.append(_row("number", f"{link}link feasibility threshold log2 k", f"{val:.2f}", f"{ours_t:.3f}",
+                         bool(abs(ours_t - val) <= THRESHOLD_TOL),
+                         f"within {THRESHOLD_TOL} bits; " + THRESHOLD_NOTE[link]))
     return pd.DataFrame(rows)
 
 
