@@ -111,3 +111,51 @@ def test_page_runs_fgd_on_a_psd_problem_and_real_ratings_when_present():
     if os.environ.get("LABCORE_DATA") and (Path(os.environ["LABCORE_DATA"]) / "ml-100k" / "u.data").exists():
         at.radio(key="completion.data").set_value("ml-100k").run()
         assert not at.exception and not at.error
+
+
+@pytest.mark.parametrize("card_id", IDS)
+def test_every_row_of_the_stored_comparison_has_its_kind(card_id):
+    res = figures.stored(card_id, figure=False)
+    if res is None:
+        pytest.skip(f"no stored result for {card_id}")
+    card = C.CARDS[card_id]
+    own = card.compare_fn(res.ours, card.paper)
+    assert "kind" in own.columns and own["kind"].notna().all()  # set by the card, not filled in by the registry
+    cmp = card.compare(res.ours)
+    assert set(cmp["kind"]) <= {"number", "claim", "shown"}
+    assert ((cmp["kind"] == "shown") == cmp["ok"].isna()).all()
+
+
+def test_a_uniform_split_fails_table1():
+    problems = pd.DataFrame({"range": ["-17 < d < -10"] * 9 + ["-10 <= d <= 0"] * 9 + ["0 < d < 4"] * 9})
+    assert not C.CARDS["completion-table1"].check(problems)
+    cmp = C.CARDS["completion-table1"].compare(problems)
+    assert (cmp["kind"].iloc[:3] == "number").all() and cmp["kind"].iloc[3] == "claim"
+
+
+def test_the_stored_table1_middle_range_is_a_miss():
+    res = figures.stored("completion-table1", figure=False)
+    if res is None:
+        pytest.skip("no stored result")
+    cmp = C.CARDS["completion-table1"].compare(res.ours)
+    assert cmp["ok"].iloc[1] is False or not cmp["ok"].iloc[1]
+
+
+def _race(final: dict[str, float], t_end: dict[str, float] | None = None) -> pd.DataFrame:
+    """Two logged points per algorithm: the start (error 1) and `final[alg]` at `t_end[alg]` seconds."""
+    rows = []
+    for a, e in final.items():
+        rows += [{"algorithm": a, "t": 0.0, "iteration": 0, "error": 1.0},
+                 {"algorithm": a, "t": (t_end or {}).get(a, 1.0), "iteration": 10, "error": e}]
+    return pd.DataFrame(rows).assign(size="full")
+
+
+def test_every_method_stalling_fails_fig1():
+    stalled = _race({a: 0.05 for a in C.FIG_ALGORITHMS})
+    assert not C.CARDS["completion-fig1-irls"].check(stalled)
+
+
+def test_fig2_fails_when_another_family_is_first():
+    times = {a: 1.0 + i for i, a in enumerate(C.FIG_ALGORITHMS)}
+    times["soft_impute"] = 0.1  # a nuclear-norm method first, MatrixIRLS not last
+    assert not C.CARDS["completion-fig2-easy"].check(_race({a: 1e-12 for a in C.FIG_ALGORITHMS}, times))

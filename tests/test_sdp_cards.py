@@ -47,3 +47,74 @@ def test_the_rank_thresholds_label_sits_at_sqrt_2n_on_the_log_axis():
     (label,) = [a for a in fig.layout.annotations if a.text.startswith("sqrt(2n)")]
     assert label.x == pytest.approx(np.log10(73.6)) and label.yref == "paper"
     assert fig.layout.shapes[0].x0 == 73.6  # the dashed line: in the axis's values
+
+
+@pytest.mark.parametrize("card_id", SDP_CARDS)
+def test_every_row_of_the_stored_comparison_has_its_kind(card_id):
+    from labcore.sdp.cards import stored_result
+
+    _card(card_id)  # loads the topic's cards
+    card, ours = stored_result(card_id)
+    if ours is None:
+        pytest.skip(f"no stored result for {card_id}")
+    own = card.compare_fn(ours, card.paper)
+    assert "kind" in own.columns and own["kind"].notna().all()  # set by the card, not filled in by the registry
+    cmp = card.compare(ours)
+    assert set(cmp["kind"]) <= {"number", "claim", "shown"} and "number" not in set(cmp["kind"])  # no experiments
+    assert ((cmp["kind"] == "shown") == cmp["ok"].isna()).all()
+
+
+def test_the_lab_reference_is_never_the_papers():
+    from labcore.sdp.cards import stored_result
+
+    _card("sdp-cora-convergence")
+    card, ours = stored_result("sdp-cora-convergence")
+    if ours is None:
+        pytest.skip("no stored result")
+    cmp = card.compare(ours)
+    assert not cmp["paper"].astype(str).str.contains("8.7|4490", regex=True).any()
+    assert not card.paper["value"].astype(str).str.contains("8.7|4490", regex=True).any()
+
+
+def _baseline(card_id, change):
+    from labcore.sdp.cards import stored_result
+
+    _card(card_id)
+    card, ours = stored_result(card_id)
+    if ours is None:
+        pytest.skip(f"no stored result for {card_id}")
+    return card, change(ours.copy())
+
+
+def _random_cut(df):
+    df["ratio"] = 0.6  # about what a random cut gets on Cora (half the edges, against the SDP value)
+    return df
+
+
+def _equal_sweeps(df):
+    df["sweeps"] = 300
+    return df
+
+
+def _slow_rate(df):
+    df["objective_gap"] = 100.0 / df["iter"] ** 0.5  # 1/sqrt(t), slower than the report's 1/t
+    return df
+
+
+def _stuck(df):
+    df["rel_gap"] = 0.1
+    return df
+
+
+def _worsening(df):
+    mix = df["method"] == "mixing"
+    df.loc[mix, "primal"] = df.loc[mix, "primal"].iloc[0] - df.loc[mix, "iter"]  # the cut value falls
+    return df
+
+
+@pytest.mark.parametrize("card_id,change", [("sdp-rounding", _random_cut), ("sdp-rules", _equal_sweeps),
+                                            ("sdp-hazan-rate", _slow_rate), ("sdp-rank-threshold", _stuck),
+                                            ("sdp-cora-convergence", _worsening)])
+def test_a_baseline_result_fails_the_card(card_id, change):
+    card, ours = _baseline(card_id, change)
+    assert not card.check(ours)

@@ -76,8 +76,11 @@ def time_to(df: pd.DataFrame, level: float) -> pd.Series:
     return pd.Series(out).sort_values()
 
 
-def _row(quantity, paper, ours, ok, note=""):
-    return {"quantity": quantity, "paper": paper, "ours": ours, "ok": ok, "note": note}
+def _row(quantity, paper, ours, ok, kind, note=""):
+    """kind: "number" (a number the report prints), "claim" (a claim it states) or "shown"; a row not checked
+    (ok None, e.g. at smoke size) is shown whatever it would be."""
+    return {"quantity": quantity, "paper": paper, "ours": ours, "ok": ok,
+            "kind": kind if ok is not None else "shown", "note": note}
 
 
 # --- Fig. 1: only IRLS converges --------------------------------------------------------------------------
@@ -93,12 +96,13 @@ def _fig1_compare(ours, paper):
     best = best_by_algorithm(ours)
     converged = [a for a, e in best.items() if e < 1e-6]
     rows = [_row("MatrixIRLS best error", "converges", f"{best.get('irls', math.nan):.2g}",
-                 bool(best.get("irls", 1) < 1e-6), "converged = below 1e-6"),
+                 bool(best.get("irls", 1) < 1e-6), "claim", "converged = below 1e-6"),
             _row("ASD best error", "does not converge", f"{best.get('asd', math.nan):.2g}",
-                 bool(best.get("asd", 0) > 1e-2), "the lab's check (the report shows ASD stalling): above 1e-2")]
+                 bool(best.get("asd", 0) > 1e-2), "claim",
+                 "the lab's check (the report shows ASD stalling): above 1e-2")]
     if not _is_smoke(ours):
         rows.append(_row("algorithms that converge", "only MatrixIRLS", ", ".join(LABELS[a] for a in converged),
-                         converged == ["irls"]))
+                         converged == ["irls"], "claim", "the report: 'the only one to converge at all'"))
     return pd.DataFrame(rows)
 
 
@@ -115,18 +119,31 @@ def _fig2_configs(size):
     return _runs(FIG2_PROBLEM, FIG_ALGORITHMS, size, FIG2_FULL)
 
 
+BEST_FAMILIES = ("alternating", "Riemannian")
+
+
 def _fig2_compare(ours, paper):
     fastest = time_to(ours, 1e-8)
-    first = fastest.index[0]
     best = best_by_algorithm(ours)
     n_conv = int((best < 1e-6).sum())
+    # "perform the best" names two families: the fastest of each must beat every method of the other families
+    leaders = {f: fastest[[a for a in fastest.index if FAMILIES[a] == f]].min() for f in BEST_FAMILIES}
+    others = fastest[[a for a in fastest.index if FAMILIES[a] not in BEST_FAMILIES]]
+    first_other = others.index[0] if len(others) else None
     top3 = [a for a in fastest.index[:3] if math.isfinite(fastest[a])]
+    slowest = fastest.index[-1]
     return pd.DataFrame([
         _row("fastest to 1e-8", "alternating descent and Riemannian methods",
-             f"{LABELS[first]} ({fastest[first]:.2f} s)", FAMILIES[first] in ("alternating", "Riemannian"),
-             "next: " + ", ".join(f"{LABELS[a]} {fastest[a]:.2f} s" for a in top3[1:])),
+             ", ".join(f"{LABELS[a]} {fastest[a]:.2f} s" for a in top3),
+             all(t < others.min() for t in leaders.values()) if len(others) else True, "claim",
+             "the fastest alternating and the fastest Riemannian method both ahead of every other method"
+             + (f" (first other: {LABELS[first_other]})" if first_other else "")),
         _row("algorithms below 1e-6 in the budget", "nearly every algorithm", f"{n_conv} of {len(best)}",
-             n_conv >= len(best) / 2),
+             n_conv >= len(best) - 1, "claim", "nearly every = all but at most one"),
+        _row("slowest to 1e-8", "MatrixIRLS ('performed the worst' on n 10000)",
+             f"{LABELS[slowest]} ({fastest[slowest]:.2f} s; MatrixIRLS {fastest.get('irls', math.nan):.2f} s)",
+             slowest == "irls", "claim", "ours is n 2000: MatrixIRLS's cost per step grows faster with n than "
+             "the others'"),
     ])
 
 
@@ -153,8 +170,8 @@ def _fig3_compare(ours, paper):
     gain = (start / best.reindex(start.index)).max()
     return pd.DataFrame([
         _row("best error of any algorithm", "no real progress", f"{best.min():.2g} ({LABELS[best.index[0]]})",
-             bool(best.min() > 1e-3), "no progress = nobody below 1e-3"),
-        _row("largest improvement over the start", "-", f"x{gain:.3g}", None),
+             bool(best.min() > 1e-3), "claim", "no progress = nobody below 1e-3"),
+        _row("largest improvement over the start", "-", f"x{gain:.3g}", None, "shown"),
     ])
 
 
@@ -189,16 +206,15 @@ def overfitting(df: pd.DataFrame) -> pd.DataFrame:
 def _fig4_compare(ours, paper):
     o = overfitting(ours)
     diverged = sorted(set(ours.loc[ours["diverged"].astype(bool), "algorithm"])) if "diverged" in ours else []
-    kept = o[~o["algorithm"].isin(diverged)]
-    rising = kept[kept["rise"] > 0.05]
-    spread = kept["min_error"].max() / kept["min_error"].min()
-    note = "within a factor 1.5" + (f"; diverged (left out): {', '.join(LABELS[a] for a in diverged)}"
-                                    if diverged else "")
+    rising = o[o["rise"] > 0.05]
+    spread = o["min_error"].max() / o["min_error"].min()  # "all" means all: a diverged method counts too
+    note = "within a factor 1.5" + (f"; diverged: {', '.join(LABELS[a] for a in diverged)}" if diverged else "")
     return pd.DataFrame([
-        _row("minimum held-out error", "about the same for all", f"{kept['min_error'].min():.3f} to "
-             f"{kept['min_error'].max():.3f}", bool(spread < 1.5) if not _is_smoke(ours) else None, note),
-        _row("overfitting (held-out error rises > 5%)", "visible", ", ".join(LABELS[a] for a in rising["algorithm"])
-             or "none", bool(len(rising) >= 1)),
+        _row("minimum held-out error", "about the same for all", f"{o['min_error'].min():.3f} to "
+             f"{o['min_error'].max():.3f}", bool(spread < 1.5) if not _is_smoke(ours) else None, "claim", note),
+        _row("overfitting (held-out error rises > 5%)", "many of the algorithms get worse over time",
+             f"{len(rising)} of {len(o)}: " + (", ".join(LABELS[a] for a in rising["algorithm"]) or "none"),
+             bool(len(rising) >= len(o) / 2), "claim", "many = at least half"),
     ])
 
 
@@ -269,13 +285,27 @@ def split(problems: pd.DataFrame) -> pd.DataFrame:
                          "percent": 100.0 * counts.to_numpy() / max(1, counts.sum())})
 
 
+TABLE1_SIGMAS = 2.0
+
+
+def share_tolerance(percent: float, problems: int) -> float:
+    """Points a range's share may differ from the report's: TABLE1_SIGMAS binomial standard deviations of a share
+    of `percent` % counted on `problems` problems (12 to 19 points on 27; a uniform split is 22 to 24 off)."""
+    p = percent / 100.0
+    return 100.0 * TABLE1_SIGMAS * math.sqrt(p * (1 - p) / max(1, problems))
+
+
 def _table1_compare(ours, paper):
     s = split(ours)
-    rows = [_row(f"% of problems with {r}", p, round(o, 1), bool(abs(o - p) <= 25.0), f"{c} problems")
-            for r, p, o, c in zip(s["range"], paper["percent"], s["percent"], s["count"])]
+    total = int(s["count"].sum())
+    rows = []
+    for r, p, o, c in zip(s["range"], paper["percent"], s["percent"], s["count"]):
+        tol = share_tolerance(p, total)
+        rows.append(_row(f"% of problems with {r}", p, round(o, 1), bool(abs(o - p) <= tol), "number",
+                         f"{c} of {total} problems; within {tol:.1f} points"))
     middle = s["percent"].iloc[1]
     rows.append(_row("the middle range is the smallest (a sharp frontier)", "yes (11%)",
-                     "yes" if middle <= s["percent"].min() else "no", bool(middle <= s["percent"].min())))
+                     "yes" if middle <= s["percent"].min() else "no", bool(middle <= s["percent"].min()), "claim"))
     return pd.DataFrame(rows)
 
 
@@ -318,10 +348,13 @@ def _register():
         id="completion-fig2-easy", title="Fig. 2: an easy problem, alternating and Riemannian methods first",
         caption=P.CAPTIONS["fig2"], kind="figure", paper=P.FIG2, configs=_fig2_configs,
         compute_fn=_compute(_fig2_configs), plot_fn=_fig2_plot, compare_fn=_fig2_compare, tolerance=None,
-        tolerance_text="the fastest to 1e-8 is an alternating or Riemannian method; at least half converge",
+        tolerance_text="claims: the fastest alternating and the fastest Riemannian method reach 1e-8 before every "
+                       "other method; all but at most one below 1e-6; MatrixIRLS the slowest to 1e-8",
         expected="Almost every method converges; ScaledASD / LMaFit / LRGeomCG reach 1e-8 first.",
         columns=RACE_COLUMNS, paper_ref="Fig. 2", dataset="synthetic",
-        notes=(f"n = 2000 instead of 10000 and a 10 s budget instead of 60 s, to fit a laptop. {STATED}",)))
+        notes=(f"n = 2000 instead of 10000 and a 10 s budget instead of 60 s, to fit a laptop. {STATED}",
+               "Miss: the report's MatrixIRLS 'performed the worst' here (it ran a couple of iterations in 60 s at "
+               "n = 10000); at n = 2000 it reaches 1e-8 in 1.5 s, second slowest after soft-impute (5.6 s).")))
     _add(R.FigureCard(
         id="completion-fig3-hard", title="Fig. 3: rank 20, 10 % seen, kappa 20000: no real progress",
         caption=P.CAPTIONS["fig3"], kind="figure", paper=P.FIG3, configs=_fig3_configs,
@@ -335,18 +368,23 @@ def _register():
         id="completion-fig4-ml100k", title="Fig. 4: MovieLens ratings, held-out error against time",
         caption=P.CAPTIONS["fig4"], kind="figure", paper=P.FIG4, configs=_fig4_configs,
         compute_fn=_compute(_fig4_configs), plot_fn=_fig4_plot, compare_fn=_fig4_compare, tolerance=None,
-        tolerance_text="minimum held-out errors within a factor 1.5; at least one algorithm's error rises > 5 %",
+        tolerance_text="claims: every algorithm's minimum held-out error within a factor 1.5 of the others' "
+                       "(a diverged one counts); at least half of them rise > 5 % after their minimum",
         expected="The methods reach a similar minimum, then fit the seen ratings and the held-out error rises.",
         columns=RACE_COLUMNS, paper_ref="Fig. 4", dataset="ml-100k (u.data)",
         notes=("ML-100K (943 x 1682, 100,000 ratings) instead of ML-1M truncated to 4000 x 4000: the shared data "
                "has no ml-1m ratings.dat (dataset='ml-1m' runs the report's setting where it is present). Rank 5 "
                "(the report does not state it), raw 1-5 ratings, 30 % of the known ratings seen, relative "
-               "Frobenius error on the other 70 %; 10 s per algorithm. " + STATED,)))
+               "Frobenius error on the other 70 %; 10 s per algorithm. " + STATED,
+               "Miss: ScaledGD diverges (minimum 0.69 against 0.27 to 0.32 for the other seven), so 'all reach "
+               "about the same minimum' does not hold for all eight.")))
     _add(R.FigureCard(
         id="completion-table1", title="Table 1: solved or failed, little in between",
         caption=P.CAPTIONS["table1"], kind="table", paper=P.TABLE1, configs=_table1_configs,
-        compute_fn=_table1_compute, plot_fn=_table1_plot, compare_fn=_table1_compare, tolerance=25.0,
-        tolerance_text="each range's share within 25 percentage points of the report's; the middle range smallest",
+        compute_fn=_table1_compute, plot_fn=_table1_plot, compare_fn=_table1_compare, tolerance=TABLE1_SIGMAS,
+        tolerance_text="each range's share within 2 binomial standard deviations of the report's share counted on "
+                       "our problems (2 sqrt(p (1 - p) / N): 19, 12 and 18 points on 27); claim: the middle range "
+                       "the smallest",
         expected="Most problems are either solved below 1e-10 or not at all; few end in between.",
         columns=("rank", "share", "kappa", "best_error", "best_algorithm", "distance", "d", "range"),
         paper_ref="Table 1", dataset="synthetic",
@@ -356,7 +394,14 @@ def _register():
                f"{PAPER_GRID['budget_s']:g} CPU seconds each (report: 60 s); the 9 settings below the information "
                "limit skipped as in the report, 27 problems. d is log10 of the absolute distance on the report's "
                "scale (singular values kappa..1, see paper_distance): the harness's relative error times "
-               "kappa ||spectrum||. Computed by benchmarks/completion_grid.py --jobs 2 --save. " + STATED,)))
+               "kappa ||spectrum||. Computed by benchmarks/completion_grid.py --jobs 2 --save. " + STATED,
+               "Miss, middle range 40.7 % against 11 %. Cause, measured on the stored problems: 8 of its 11 problems "
+               "are solved to round-off by MatrixIRLS (relative error 1e-14 to 3e-13; seven at kappa 20000, one at "
+               "200) and land at d = -10 to -8 only because d scales the relative error by kappa ||spectrum|| "
+               "(2e4 to 2.5e4 at kappa 20000); 3 are truly in between (relative 2.5e-8, 1.5e-5, 6.8e-3). Not "
+               "settled: whether the report's MATLAB codes end at a lower round-off floor.",
+               "Miss, 0 < d < 4 at 7.4 % against 32 %: the report found its failures on the n = 10000 matrices, "
+               "the half of its grid we do not run.")))
 
 
 def _add(card: R.FigureCard) -> None:

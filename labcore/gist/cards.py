@@ -5,6 +5,8 @@ Importing this module registers them. `smoke` trains a few epochs on a small syn
 """
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from ..figures.registry import FigureCard
@@ -46,6 +48,9 @@ COMMON_NOTES = (
     "Table 1's settings, 3 seeds) it lifts the best validation accuracy from 78.8 to 79.9 %; scaling by sqrt(m) "
     "(the ratio at initialisation) gives the same best validation (80.0, seeds 0 and 1) and a lower validation "
     "accuracy at the last epoch (78.5 against 79.0).",
+    "Every checked row runs this variant (rescale_input on), which the report does not have: a row within "
+    "tolerance says our variant matches the report's number, not that the report's method reproduces. The "
+    "faithful method (rescale_input off) has not been re-run at full size.",
 )
 
 
@@ -53,8 +58,24 @@ def _size_cfg(size: str, **kw) -> dict:
     return {**kw, **SMOKE} if size == "smoke" else kw
 
 
-def _pct_rows(ours: pd.DataFrame, paper_df: pd.DataFrame, keys: list[str], pairs, tol: float, check) -> pd.DataFrame:
-    """One row per (config, metric pair): paper beside ours; `check(row)` says whether the row is checked."""
+SPREAD_SIGMAS = 2.0
+STATED_TOLERANCE = 3.0  # points, for a row without a seed spread
+
+
+def seed_tolerance(std: float, seeds: int, report_runs: int) -> float:
+    """Points our mean over `seeds` may differ from the report's mean over `report_runs`: SPREAD_SIGMAS standard
+    deviations of that difference, each run spread as ours (`std` over seeds, ddof 0); the stated 3 points where
+    there is no spread."""
+    if seeds < 2 or not std == std:
+        return STATED_TOLERANCE
+    sample_std = std * math.sqrt(seeds / (seeds - 1))
+    return SPREAD_SIGMAS * sample_std * math.sqrt(1 / report_runs + 1 / seeds)
+
+
+def _pct_rows(ours: pd.DataFrame, paper_df: pd.DataFrame, keys: list[str], pairs, report_runs: int,
+              check) -> pd.DataFrame:
+    """One row per (config, metric pair): paper beside ours; `check(row)` says whether the row is checked (a number
+    the report prints, at a tolerance from our seed spread) or shown."""
     out = []
     for _, o in ours.iterrows():
         sel = paper_df
@@ -65,9 +86,12 @@ def _pct_rows(ours: pd.DataFrame, paper_df: pd.DataFrame, keys: list[str], pairs
             p = float(sel[paper_col].iloc[0]) if len(sel) and paper_col in sel else float("nan")
             v = float(o[ours_col])
             checked = check(o, ours_col) and p == p and o.get("graph") != "synthetic"
-            ok = abs(v - p) <= tol if checked else None
-            note = f"± {o.get(ours_col + '_std', float('nan')):.1f} over {int(o.get('seeds', 1))} seed(s)"
-            out.append({"quantity": f"{label}: {what}", "paper": p, "ours": round(v, 2), "ok": ok, "note": note})
+            std, seeds = float(o.get(ours_col + "_std", float("nan"))), int(o.get("seeds", 1))
+            tol = seed_tolerance(std, seeds, report_runs)
+            ok = bool(abs(v - p) <= tol) if checked else None
+            note = f"± {std:.1f} over {seeds} seed(s)" + (f"; within {tol:.1f}" if checked else "")
+            out.append({"quantity": f"{label}: {what}", "paper": p, "ours": round(v, 2), "ok": ok,
+                        "kind": "number" if checked else "shown", "note": note})
     return pd.DataFrame(out)
 
 
@@ -119,7 +143,7 @@ def table1_compare(ours: pd.DataFrame, paper_df: pd.DataFrame) -> pd.DataFrame:
     pairs = [("test_last", "test_last", "test % at the last epoch"),
              ("test_max", "test_best", "best test % over epochs"),
              ("test_at_best_val", "test_best", "test % at best validation (paper: best test)")]
-    return _pct_rows(ours, paper_df, ["subnets"], pairs, 3.0,
+    return _pct_rows(ours, paper_df, ["subnets"], pairs, 1,  # the report: one run per row
                      lambda o, col: col == "test_last" and o["subnets"] <= 4)
 
 
@@ -130,8 +154,9 @@ register(FigureCard(
     paper=paper.TABLE1, configs=table1_configs, compute_fn=table1_compute,
     plot_fn=lambda o, p: plots.ours_vs_paper(o, p, "subnets", "test_last", "test_last",
                                              title="Table 1 (Cora): test accuracy at the last epoch"),
-    compare_fn=table1_compare, tolerance=3.0,
-    tolerance_text="test accuracy at the last epoch within 3 points of Table 1 for m <= 4 (m = 8 shown)",
+    compare_fn=table1_compare, tolerance=SPREAD_SIGMAS,
+    tolerance_text="test accuracy at the last epoch within 2 standard deviations of (our mean over 5 seeds - the "
+                   "report's single run), from our seed spread, for m <= 4 (about 1 point); m = 8 shown",
     expected="accuracy falls slowly with m: about 80 % at m = 1 and 2, a few points less at m = 8",
     columns=("subnets", "test_last", "test_at_best_val", "val_best", "test_max", "features", "val_best_other"),
     notes=COMMON_NOTES + (
@@ -147,6 +172,8 @@ register(FigureCard(
         "The report's Cora split is not Planetoid's (validation accuracies in multiples of 1/300: the old DGL "
         "loader's 300 validation nodes), so its absolute numbers (its m = 1 beats Kipf's 81.5) are not ours to "
         "match point for point; the decay with m is.",
+        "Misses at the seed-spread tolerance: m = 1 and m = 2 end 1.8 and 2.0 points under the report's single "
+        "run (tolerances 1.2 and 1.1 points); m = 4 is within (78.4 against 77.6).",
     ),
     paper_ref="Table 1 of the first report (GCN-IST)"))
 
@@ -176,7 +203,7 @@ def appendix_compare(ours: pd.DataFrame, paper_df: pd.DataFrame) -> pd.DataFrame
     pairs = [("test_max", "test_best", "best test % over epochs"), ("val_best", "val_best", "best validation %"),
              ("test_last", "test_last", "test % at the last epoch"),
              ("test_at_best_val", "test_best", "test % at best validation (paper: best test)")]
-    return _pct_rows(ours, paper_df, ["graph", "split", "subnets"], pairs, 3.0,
+    return _pct_rows(ours, paper_df, ["graph", "split", "subnets"], pairs, 5,  # the report: means over 5 trials
                      lambda o, col: col == "test_max" and o["graph"] == "cora")
 
 
@@ -188,8 +215,9 @@ register(FigureCard(
     compute_fn=appendix_compute,
     plot_fn=lambda o, p: plots.ours_vs_paper(o, p, "subnets", "test_max", "test_best", facet="graph", series="split",
                                              title="Appendix, local = 1: best test accuracy over epochs"),
-    compare_fn=appendix_compare, tolerance=3.0,
-    tolerance_text="Cora: best test accuracy over epochs within 3 points of the appendix; CiteSeer shown",
+    compare_fn=appendix_compare, tolerance=SPREAD_SIGMAS,
+    tolerance_text="Cora: best test accuracy over epochs within 2 standard deviations of (our mean - the "
+                   "appendix's mean, 5 runs each), from our seed spread; CiteSeer shown",
     expected="Cora near 79-80 % for m = 2 and 4 in both modes; both-layer split drops more at m = 8",
     columns=("graph", "split", "subnets", "test_max", "test_at_best_val", "test_last", "val_best", "features",
              "val_best_other"),
@@ -202,8 +230,10 @@ register(FigureCard(
         "Planetoid's CiteSeer split (Kipf: 70.3 %) and the report counts 3,312 nodes (the original graph) where "
         "Planetoid has 3,327; its split was evidently not Planetoid's, which we use.",
         "PubMed rows are not run: the local data lacks ind.pubmed.allx (the loader says so).",
-        "Miss by being above: both layers split at m = 8, best test 80.3 against the report's 76.3. Without the "
-        "input rescaling ours was 76.4 there (2 seeds); with it m = 8 loses nothing against m = 2.",
+        "Misses at the seed-spread tolerance (0.5 to 0.9 points), all above the report: layer 1 at m = 8 (80.2 "
+        "against 79.4) and both layers split at m = 2, 4 and 8 (81.1, 81.9, 82.0 against 80.2, 80.6, 76.3). "
+        "Without the input rescaling both layers at m = 8 was 76.4 (2 seeds); with it m = 8 loses nothing "
+        "against m = 2.",
     ),
     paper_ref="Appendix tables of the first report (rows with local iterations = 1)"))
 
@@ -236,7 +266,7 @@ def fig4_compute(size: str, progress: bool) -> pd.DataFrame:
 
 def fig4_compare(ours: pd.DataFrame, paper_df: pd.DataFrame) -> pd.DataFrame:
     return _pct_rows(ours, paper_df, ["graph", "split", "local", "subnets"],
-                     [("test_max", "test_best", "best test % over epochs")], 3.0,
+                     [("test_max", "test_best", "best test % over epochs")], 5,
                      lambda o, col: o["graph"] == "cora")
 
 
@@ -247,18 +277,20 @@ register(FigureCard(
             "Results are included for both one layer and two layer IST. The hidden size for one layer and two "
             "layer IST were 16 and 64, respectively.",
     paper=paper.APPENDIX, configs=fig4_configs, compute_fn=fig4_compute, plot_fn=plots.fig4_lines,
-    compare_fn=fig4_compare, tolerance=3.0,
-    tolerance_text="Cora: best test accuracy over epochs within 3 points of the appendix tables; CiteSeer shown",
+    compare_fn=fig4_compare, tolerance=SPREAD_SIGMAS,
+    tolerance_text="Cora: best test accuracy over epochs within 2 standard deviations of (our mean - the "
+                   "appendix's mean, 5 runs each), from our seed spread; CiteSeer shown",
     expected="accuracy decreases slowly as local iterations grow; more subnets lose more, most with both layers split",
     columns=("graph", "split", "subnets", "local", "test_max", "test_at_best_val", "test_last", "features",
              "val_best_other"),
     notes=COMMON_NOTES + (
         f"{len(SEEDS['full'])} seeds per point, as the report. Features: the authors' projection at every point (not "
         "chosen per row as on the other cards: running both treatments would double the card's 300 runs).",
-        "Misses, all above the report: 5 of the 30 Cora points, all at m = 8 (both layers split at local 1, 5, 10"
-        " and 20, by 3.7 to 6.0 points; layer 1 at local 30, by 3.3). With the input rescaling m = 8 loses about "
-        "as little as m = 2 (within 1 point with both layers split), where the report's m = 8 with both layers "
-        "split is 3 to 7 points under its m = 2.",
+        "Misses at the seed-spread tolerance (0.5 to 2.3 points): 13 of the 30 Cora points. All ten m = 8 points "
+        "are above the report (layer 1 by 0.8 to 3.3 points, both layers split by 2.8 to 6.0), and m = 4 at "
+        "local 20 (layer 1) and local 10 (both) by 0.9 and 1.3; layer 1, m = 2, local 5 is under it by 1.1. With "
+        "the input rescaling m = 8 loses about as little as m = 2 (within 1 point with both layers split), where "
+        "the report's m = 8 with both layers split is 3 to 7 points under its m = 2.",
         "CiteSeer is shown, not checked (its split differs from the report's: see gist-appendix-local1).",
         "Fig. 4 plots the appendix tables; we overlay their 'Test Best' column.",
     ),
@@ -285,7 +317,7 @@ def layernorm_compute(size: str, progress: bool) -> pd.DataFrame:
 
 
 def layernorm_compare(ours: pd.DataFrame, paper_df: pd.DataFrame) -> pd.DataFrame:
-    rows = []
+    rows, gains = [], {}
     for m, g in ours.groupby("subnets"):
         on = float(g[g.layernorm]["test_at_best_val"].iloc[0])
         off = float(g[~g.layernorm]["test_at_best_val"].iloc[0])
@@ -293,10 +325,17 @@ def layernorm_compare(ours: pd.DataFrame, paper_df: pd.DataFrame) -> pd.DataFram
         smoke = (g["graph"] == "synthetic").any()
         rows.append({"quantity": f"m={m}: test % at best validation, LayerNorm on", "ours": round(on, 2),
                      "paper": float(p["test_best"].iloc[0]) if len(p) else float("nan"), "ok": None,
-                     "note": "paper: Table C 'Test Best' (LayerNorm on)"})
+                     "kind": "shown", "note": "paper: Table C 'Test Best' (LayerNorm on)"})
         rows.append({"quantity": f"m={m}: LayerNorm on minus off (points)", "ours": round(on - off, 2),
-                     "paper": float("nan"), "ok": (on - off > 0) if (m == 8 and not smoke) else None,
-                     "note": "the report: LayerNorm 'becomes essential' when both layers are split"})
+                     "paper": float("nan"), "ok": None, "kind": "shown", "note": "test % at best validation"})
+        gains[m] = on - off
+    smoke = (ours["graph"] == "synthetic").any()
+    worse = [f"m={m}: {d:+.2f}" for m, d in gains.items() if d <= 0]
+    # the report: "when both layers are partitioned, layer normalization becomes essential": at every m it ran
+    rows.append({"quantity": "LayerNorm on beats off at every m", "ours": "; ".join(worse) or "yes",
+                 "paper": "LayerNorm 'becomes essential' when both layers are split",
+                 "ok": None if smoke else not worse, "kind": "shown" if smoke else "claim",
+                 "note": "ours lists the m where off is as good or better"})
     return pd.DataFrame(rows)
 
 
@@ -310,11 +349,13 @@ register(FigureCard(
                                              "subnets", "test_at_best_val", "test_best", series="LayerNorm",
                                              title="Cora, both layers split: test accuracy at best validation"),
     compare_fn=layernorm_compare, tolerance=None,
-    tolerance_text="shape check: at m = 8 LayerNorm on beats LayerNorm off",
+    tolerance_text="claim: LayerNorm on beats LayerNorm off (test % at best validation) at every m = 2, 4, 8",
     expected="without LayerNorm the merged model degrades as m grows; with it m = 8 stays usable",
     columns=("subnets", "layernorm", "test_at_best_val", "test_last", "test_max", "features", "val_best_other"),
     notes=COMMON_NOTES + ("Learning rates of appendix table C (0.05 at local = 1). "
-                          f"{len(SEEDS['full'])} seeds per point.",),
+                          f"{len(SEEDS['full'])} seeds per point.",
+                          "Miss: at m = 2 LayerNorm off is 2.8 points better (82.7 against 79.9); on wins at m = 4 "
+                          "(+2.2) and m = 8 (+10.2). The report's claim has no m restriction."),
     paper_ref="Sec. 4.4 and appendix table C of the first report"))
 
 
@@ -356,6 +397,7 @@ def bytes_compare(ours: pd.DataFrame, paper_df: pd.DataFrame) -> pd.DataFrame:
         out.append({"quantity": f"{r.split}, m={r.subnets}: block bytes per subnet per sync ({formula} x 4 B)",
                     "paper": float(r.formula_bytes), "ours": float(r.measured_block_bytes - r.framing_bytes),
                     "ok": float(r.measured_block_bytes - r.framing_bytes) == float(r.formula_bytes),
+                    "kind": "claim",  # the report states the partition, not byte counts
                     "note": f"measured minus {int(r.framing_bytes)} B of part headers; the whole message "
                             f"(with b1, b2 and the averaged θ2 when only layer 1 is split) is {int(r.measured_bytes)} B"})
     return pd.DataFrame(out)
@@ -370,7 +412,8 @@ register(FigureCard(
     tolerance_text="exact: measured bytes of the partitioned blocks minus part headers = 4 B x the formula",
     expected="halving with every doubling of m for layer 1; about a quarter (θ1) per doubling with both split",
     columns=("split", "subnets", "formula_bytes", "measured_block_bytes", "measured_bytes"),
-    notes=("The formula is the report's block count (float32); 'paper' is that formula, not a printed number.",
+    notes=("The formula is the report's block count (float32); 'paper' is that formula, not a printed number: "
+           "each row is a claim.", "Byte counts do not depend on the input rescaling (rescale_input).",
            "The random projection makes the feature count a multiple of m (1432 on Cora for m = 2, 4, 8).")))
 
 CARD_IDS = tuple(CARDS)

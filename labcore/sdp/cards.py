@@ -1,5 +1,5 @@
-"""Figure cards of the low-rank SDP topic. The report has no numeric results: the 'paper' rows are its claims
-(and the lab's pure-Python reference on Cora), each checked by a measurement."""
+"""Figure cards of the low-rank SDP topic. The report has no numeric results: its checked rows are its claims, each
+checked by a measurement; everything else is shown."""
 from __future__ import annotations
 
 import numpy as np
@@ -22,15 +22,14 @@ def _is_smoke(ours: pd.DataFrame) -> bool:
     return "n" in ours.columns and int(ours["n"].iloc[0]) < 500 if len(ours) else True
 
 
-REFERENCE = "the lab's pure-Python reference (not in the report)"
-
-
 def _paper(rows) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["quantity", "value", "source"])
 
 
-def _row(q, paper, ours, ok, note=""):
-    return {"quantity": q, "paper": paper, "ours": ours, "ok": ok, "note": note}
+def _row(q, paper, ours, ok, kind, note=""):
+    """kind: "claim" (the report states it) or "shown" (not checked, ok None); the report prints no numbers."""
+    return {"quantity": q, "paper": paper, "ours": ours, "ok": ok, "kind": kind if ok is not None else "shown",
+            "note": note}
 
 
 def _with_n(df: pd.DataFrame, graph: dict) -> pd.DataFrame:
@@ -50,20 +49,31 @@ def _conv_compute(size, progress):
                                  progress=progress), graph)
 
 
+# The lab's pure-Python reference on Cora (not the report's: the report has no experiments), shown beside ours
+REFERENCE_SECONDS, REFERENCE_VALUE = 8.7, 4490.6
+
+
 def _conv_compare(ours, paper):
     rows = []
-    mix = ours[ours["method"] == "mixing"]
+    mix = ours[ours["method"] == "mixing"].sort_values("iter")
+    # the report, Sec. 2.2: "strictly decreasing in objective value" (of the minimisation; our primal is the cut
+    # value, maximised); logged values are rounded to 6 digits, so a converged run may repeat one
+    drops = -mix["primal"].diff().min() if len(mix) > 1 else float("nan")
+    rows.append(_row("mixing method: objective never worsens between logged iterates",
+                     "strictly decreasing in objective value", f"largest drop of the cut value {max(drops, 0):.3g}",
+                     bool(drops <= 1e-6 * mix["primal"].abs().max()) if len(mix) > 1 else None, "claim",
+                     f"{len(mix)} logged iterates; a drop above 1e-6 of the value fails"))
     hit = mix[mix["rel_gap"] < 1e-3]
     t = float(hit["seconds"].iloc[0]) if len(hit) else float("nan")
-    rows.append(_row("mixing: solver seconds to a certified gap < 1e-3", 8.7, round(t, 3), bool(t < 8.7),
-                     "paper column: the pure-Python reference's time to gap 1.6e-4 (not to 1e-3)"))
+    rows.append(_row("mixing: solver seconds to a certified gap < 1e-3", None, round(t, 3), None, "shown",
+                     f"the lab's pure-Python reference (not the report): {REFERENCE_SECONDS} s to gap 1.6e-4"))
     best = float(mix["primal"].max())
-    rows.append(_row("SDP value (cut units)", 4490.6, round(best, 2),
-                     bool(abs(best - 4490.6) < 0.5) if not _is_smoke(ours) else None,
-                     "smoke: random graph, no paper value" if _is_smoke(ours) else "within 0.5"))
+    rows.append(_row("SDP value (cut units)", None, round(best, 2), None, "shown",
+                     "smoke: random graph" if _is_smoke(ours) else
+                     f"the lab's pure-Python reference (not the report): {REFERENCE_VALUE}"))
     for m, d in ours.groupby("method", sort=False):
         rows.append(_row(f"{d['label'].iloc[0]}: final gap after {d['seconds'].iloc[-1]:.1f} s", None,
-                         float(d["rel_gap"].iloc[-1]), None, f"rank {int(d['rank'].iloc[-1])}"))
+                         float(d["rel_gap"].iloc[-1]), None, "shown", f"rank {int(d['rank'].iloc[-1])}"))
     return pd.DataFrame(rows)
 
 
@@ -72,20 +82,22 @@ register(FigureCard(
     caption="(The report has no figure.) Mixing method, Mixing++, Burer-Monteiro ALM, Hazan's algorithm and "
             "in-face extended Frank-Wolfe on the MaxCut SDP of Cora's citation graph.",
     kind="figure",
-    paper=_paper([("mixing: seconds to gap 1.6e-4 (pure-Python reference)", 8.7, REFERENCE),
-                  ("SDP value of Cora (cut units)", 4490.6, REFERENCE)]),
+    paper=_paper([("the mixing method's objective", "strictly decreasing", REPORT + ", Sec. 2.2")]),
     configs=lambda size: [], compute_fn=_conv_compute,
     plot_fn=lambda ours, paper: plots.convergence(ours, "Cora: objective and certified gap against time",
                                                   smoke=_is_smoke(ours)),
-    compare_fn=_conv_compare, tolerance=0.5, tolerance_text="mixing reaches gap < 1e-3 faster than 8.7 s; value "
-    "within 0.5 of 4490.6",
+    compare_fn=_conv_compare, tolerance=None, tolerance_text="claim: the mixing method's objective never worsens "
+    "between logged iterates; times, the SDP value and final gaps shown (the report has no experiments)",
     expected="The mixing methods reach a certified gap of 1e-3 in well under a second of solver time; Burer-"
              "Monteiro ALM in seconds; the Frank-Wolfe methods decrease the gap only as about 1/t.",
     columns=("method", "label", "iter", "seconds", "primal", "bound", "rel_gap", "rank"),
     notes=("Certificates (~40 log-spaced per run, a Lanczos eigenvalue each) are not counted in `seconds`.",
            "Frank-Wolfe methods handle diag(X) = 1 by an augmented Lagrangian over {X PSD, tr X = n} "
            "(Yurtsever et al.); the report does not say how its FW methods treat the constraints.",
-           "Wall-clock seconds were measured on a shared, loaded 2-core machine."),
+           "Wall-clock seconds were measured on a shared, loaded 2-core machine.",
+           "The report has no experiments: the time to a gap and the SDP value are shown beside the lab's "
+           f"pure-Python reference ({REFERENCE_SECONDS} s to gap 1.6e-4, value {REFERENCE_VALUE}), which is not "
+           "the report's and is not checked."),
     paper_ref=REPORT + ", Sec. 2-3", dataset="planetoid/ind.cora.graph"))
 
 
@@ -104,10 +116,12 @@ def _rank_compare(ours, paper):
     reach = med[med < 1e-4]
     k_emp = int(reach.index.min()) if len(reach) else None
     return pd.DataFrame([
-        _row("max gap over starts with k > sqrt(2n)", 1e-4, float(above["rel_gap"].max()) if len(above) else None,
-             bool(above["rel_gap"].max() < 1e-4) if len(above) else None, "theory: no stable spurious point"),
-        _row("sqrt(2n)", round(r, 1), round(r, 1), None, "the Barvinok-Pataki / Boumal et al. threshold"),
-        _row("smallest k whose median gap < 1e-4", None, k_emp, None,
+        _row("max gap over starts with k > sqrt(2n)", "no stable non-optimal critical point",
+             float(above["rel_gap"].max()) if len(above) else None,
+             bool(above["rel_gap"].max() < 1e-4) if len(above) else None, "claim",
+             f"every one of {len(above)} starts ends at the optimum: certified gap < 1e-4 (the lab's line)"),
+        _row("sqrt(2n)", None, round(r, 1), None, "shown", "the Barvinok-Pataki / Boumal et al. threshold"),
+        _row("smallest k whose median gap < 1e-4", None, k_emp, None, "shown",
              "the threshold is a worst-case bound: on real graphs far smaller k already suffices"),
     ])
 
@@ -136,8 +150,10 @@ def _round_compute(size, progress):
 def _round_compare(ours, paper):
     best, mean = float(ours["ratio"].max()), float(ours["ratio"].mean())
     return pd.DataFrame([
-        _row("best of 100 roundings / SDP value", GW_ALPHA, round(best, 4), bool(best >= GW_ALPHA)),
-        _row("mean rounding / SDP value (GW bounds its expectation)", GW_ALPHA, round(mean, 4), bool(mean >= GW_ALPHA)),
+        _row("mean rounding / SDP value", f"expected cut >= {GW_ALPHA:.3f} x SDP value", round(mean, 4),
+             bool(mean >= GW_ALPHA), "claim", "Goemans & Williamson 1995's guarantee (the report states the "
+             "relaxation, Sec. 1.2.1, not the rounding)"),
+        _row("best of 100 roundings / SDP value", None, round(best, 4), None, "shown"),
     ])
 
 
@@ -147,10 +163,12 @@ register(FigureCard(
     kind="figure", paper=_paper([("GW guarantee (expected cut / SDP value)", GW_ALPHA, "Goemans & Williamson 1995")]),
     configs=lambda size: [], compute_fn=_round_compute,
     plot_fn=lambda ours, paper: plots.rounding_histogram(ours, smoke=_is_smoke(ours)),
-    compare_fn=_round_compare, tolerance=0.0, tolerance_text="best and mean ratio >= 0.878",
+    compare_fn=_round_compare, tolerance=0.0, tolerance_text="claim (Goemans & Williamson's): mean ratio >= 0.878",
     expected="Every rounding well above 0.878 of the certified SDP value (real graphs are far from the worst case).",
     columns=("trial", "cut", "ratio"),
-    notes=("The ratio divides by the certified upper bound on the SDP value, so it is conservative.",),
+    notes=("The ratio divides by the certified upper bound on the SDP value, so it is conservative.",
+           "The report states the MaxCut relaxation (Sec. 1.2.1) but not the rounding: the checked 0.878 is "
+           "Goemans & Williamson's guarantee, not a claim of the report."),
     paper_ref=REPORT + ", Sec. 1.2.1", dataset="planetoid/ind.cora.graph"))
 
 
@@ -162,14 +180,20 @@ def _rules_compute(size, progress):
     return _with_n(df, graph)
 
 
+SIGNIFICANT = 1.5  # the speed-up (in sweeps) the check calls significant
+
+
 def _rules_compare(ours, paper):
     s = dict(zip(ours["label"], ours["sweeps"]))
     plain, pp = s.get("mixing method"), s.get("Mixing++ (momentum)")
     uni, gre, imp = (s.get(f"mixing method, {r}") for r in ("uniform", "greedy", "importance"))
     return pd.DataFrame([
-        _row("Mixing++ sweeps < plain mixing sweeps", "faster", f"{pp} vs {plain}", bool(pp < plain)),
-        _row("greedy sweeps < uniform sweeps", "fewer", f"{gre} vs {uni}", bool(gre < uni)),
-        _row("importance sweeps < uniform sweeps", "higher rate", f"{imp} vs {uni}", bool(imp < uni)),
+        _row(f"Mixing++ sweeps x {SIGNIFICANT:g} <= plain mixing sweeps", "significant speed-up in practice",
+             f"{pp} vs {plain}", bool(pp * SIGNIFICANT <= plain), "claim",
+             f"significant = at least {SIGNIFICANT:g} times fewer sweeps"),
+        _row("importance sweeps < uniform sweeps", "higher rate", f"{imp} vs {uni}", bool(imp < uni), "claim"),
+        _row("greedy sweeps against uniform sweeps", None, f"{gre} vs {uni}", None, "shown",
+             "the report gives greedy and uniform the same rate; it claims no ordering"),
     ])
 
 
@@ -181,7 +205,8 @@ register(FigureCard(
                                  ("importance vs uniform rate", "L = ||A||_1 vs n ||A||_1", REPORT)]),
     configs=lambda size: [], compute_fn=_rules_compute,
     plot_fn=lambda ours, paper: plots.rules_bars(ours, smoke=_is_smoke(ours)),
-    compare_fn=_rules_compare, tolerance=None, tolerance_text="orderings only",
+    compare_fn=_rules_compare, tolerance=None, tolerance_text="claims: Mixing++ at least 1.5x fewer sweeps than "
+    "plain mixing; importance sampling fewer sweeps than uniform; greedy shown",
     expected="Mixing++ needs far fewer sweeps than plain cyclic mixing; greedy fewer than uniform.",
     columns=("label", "sweeps", "seconds"),
     notes=("One sweep is n block updates for every rule. The gap is certified every 5 sweeps (Cora), so sweep "
@@ -200,10 +225,10 @@ def _hazan_compute(size, progress):
 def _hazan_compare(ours, paper):
     slope = E.loglog_slope(ours["iter"], ours["objective_gap"])
     return pd.DataFrame([
-        _row("log-log slope of F(X_t) - F*", -1.0, round(slope, 2), bool(slope <= -0.7),
-             "O(1/t) is an upper bound: a steeper slope satisfies it"),
-        _row("max over t of rank(X_t) - (t + 1)", 0, int((ours["rank"] - ours["iter"] - 1).max()),
-             bool((ours["rank"] <= ours["iter"] + 1).all()), "X_0 has rank 1; each step adds one atom"),
+        _row("log-log slope of F(X_t) - F*", "O(1/t): slope -1 or steeper", round(slope, 2), bool(slope <= -0.7),
+             "claim", "O(1/t) is an upper bound: a steeper slope satisfies it; -0.7 allows for the fit"),
+        _row("max over t of rank(X_t) - (t + 1)", "rank at most t", int((ours["rank"] - ours["iter"] - 1).max()),
+             bool((ours["rank"] <= ours["iter"] + 1).all()), "claim", "X_0 has rank 1; each step adds one atom"),
     ])
 
 

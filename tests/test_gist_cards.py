@@ -1,0 +1,71 @@
+"""The GIST cards' verdicts: every compare row says what it is (a number the report prints, a claim it states, or
+shown), and a chance-level result fails every card."""
+import pytest
+
+from labcore import figures
+from labcore.gist import cards as G
+
+IDS = ("gist-table1-cora", "gist-appendix-local1", "gist-fig4", "gist-layernorm-cora", "gist-bytes")
+ACCURACY = ("test_last", "test_max", "test_at_best_val", "val_best")
+CHANCE = 100.0 / 7  # Cora has 7 classes
+
+
+def _stored(card_id):
+    res = figures.stored(card_id, figure=False)
+    if res is None:
+        pytest.skip(f"no stored result for {card_id}")
+    return res.ours
+
+
+def test_the_topic_has_these_cards():
+    assert set(G.CARDS) == set(IDS)
+
+
+@pytest.mark.parametrize("card_id", IDS)
+def test_every_row_of_the_stored_comparison_has_its_kind(card_id):
+    card, ours = G.CARDS[card_id], _stored(card_id)
+    own = card.compare_fn(ours, card.paper)
+    assert "kind" in own.columns and own["kind"].notna().all()  # set by the card, not filled in by the registry
+    cmp = card.compare(ours)
+    assert set(cmp["kind"]) <= {"number", "claim", "shown"}
+    assert ((cmp["kind"] == "shown") == cmp["ok"].isna()).all()
+
+
+@pytest.mark.parametrize("card_id", ["gist-table1-cora", "gist-appendix-local1", "gist-fig4"])
+def test_chance_accuracy_fails_the_accuracy_cards(card_id):
+    ours = _stored(card_id).copy()
+    for col in ACCURACY:
+        ours[col] = CHANCE
+    assert not G.CARDS[card_id].check(ours)
+
+
+def test_citeseer_and_table1_m8_are_shown_not_checked():
+    cmp = G.CARDS["gist-appendix-local1"].compare(_stored("gist-appendix-local1"))
+    assert (cmp[cmp["quantity"].str.contains("citeseer")]["kind"] == "shown").all()
+    t1 = G.CARDS["gist-table1-cora"].compare(_stored("gist-table1-cora"))
+    assert (t1[t1["quantity"].str.startswith("subnets=8")]["kind"] == "shown").all()
+
+
+def test_the_tolerance_comes_from_the_seed_spread():
+    # std 0.5 (ddof 0) over 5 seeds against one report run: 2 x 0.559 x sqrt(1 + 1/5)
+    assert G.seed_tolerance(0.5, 5, 1) == pytest.approx(2 * 0.5 * (5 / 4) ** 0.5 * 1.2 ** 0.5)
+    assert G.seed_tolerance(float("nan"), 1, 5) == G.STATED_TOLERANCE
+
+
+def test_layernorm_making_no_difference_fails_the_claim():
+    ours = _stored("gist-layernorm-cora").copy()
+    on = ours[ours["layernorm"]].set_index("subnets")["test_at_best_val"]
+    ours["test_at_best_val"] = ours["subnets"].map(on)  # off as good as on at every m
+    assert not G.CARDS["gist-layernorm-cora"].check(ours)
+
+
+def test_a_subnet_sending_the_whole_model_fails_the_bytes_card():
+    ours = _stored("gist-bytes").copy()
+    whole = ours[ours["subnets"] == 1].set_index("split")["measured_block_bytes"]
+    ours["measured_block_bytes"] = ours["split"].map(whole)
+    assert not G.CARDS["gist-bytes"].check(ours)
+
+
+def test_the_notes_say_the_checked_rows_run_the_rescaled_variant():
+    for card_id in ("gist-table1-cora", "gist-appendix-local1", "gist-fig4", "gist-layernorm-cora"):
+        assert any("rescale_input" in n and "report does not have" in n for n in G.CARDS[card_id].notes)
