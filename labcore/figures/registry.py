@@ -320,8 +320,6 @@ def save(result: CardResult, command: str, folder: Path | str | None = None, run
         "size": result.size,
         "command": command,
         "runtime_s": round(float(runtime_s if runtime_s is not None else result.runtime_s), 1),  # this command
-        "within_tolerance": bool(result.within_tolerance),
-        "tolerance": card.tolerance_text,
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "notes": list(card.notes),
