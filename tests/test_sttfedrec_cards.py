@@ -91,11 +91,7 @@ def test_cards_are_registered_after_the_core_cards():
     assert set(sttfedrec_cards.CARD_IDS) <= set(ids)
     assert any(i.startswith("colr-") for i in ids)  # importing ours first must not hide the registry's own cards
     card = figures.get("sttfedrec-table2-ml1m")
-    ours = pd.DataFrame([{"model": "FL-DSSM", "auc": 0.80, "p10": 0.4, "ndcg10": 0.5},
-                         {"model": "STTFedRec-DSSM", "auc": 0.805, "p10": 0.4, "ndcg10": 0.5}])
-    assert card.check(ours)
-    assert not card.check(ours.assign(auc=[0.80, 0.82]))
-    assert "STTFedRec within 1 AUC point" in card.describe()
+    assert "Table 2's AUC orderings" in card.describe()
 
 
 def test_split_learning_page_renders_and_keeps_rho_in_the_url(monkeypatch):
@@ -133,3 +129,109 @@ def test_split_learning_page_warns_about_a_bad_link_until_dismissed(monkeypatch)
     assert any("rho='2'" in w.value for w in at.warning)
     at.button(key="split_learning._dismiss_0").click().run()
     assert not any("rho='2'" in w.value for w in at.warning)
+
+
+# --- verdicts: every row has a kind, and a chance-level or baseline result fails -----------------------------
+KINDS = {"number", "claim", "shown"}
+
+
+def _stored(card_id):
+    from labcore import figures
+
+    result = figures.stored(card_id, figure=False)
+    assert result is not None, f"no committed result for {card_id}"
+    return figures.get(card_id), result.ours
+
+
+def _assert_kinds(table):
+    assert "kind" in table.columns
+    assert set(table["kind"]) <= KINDS
+    for kind, ok in zip(table["kind"], table["ok"]):
+        assert (kind == "shown") == (ok is None or ok != ok), (kind, ok)
+
+
+def test_every_row_of_every_stored_card_has_its_kind():
+    from labcore import figures
+    from labcore.sttfedrec import cards as sttfedrec_cards
+
+    for card_id in sttfedrec_cards.CARD_IDS:
+        card, ours = _stored(card_id)
+        table = card.compare(ours)
+        _assert_kinds(table)
+        assert (table["kind"] != "shown").any(), f"{card_id} checks nothing"
+        assert card_id in figures.card_ids()
+
+
+def test_table2_checks_the_papers_orderings_and_only_shows_the_same_math_row():
+    from labcore.sttfedrec.experiments import TABLE2_PAPER
+
+    card, ours = _stored("sttfedrec-table2-ml1m")
+    table = card.compare(ours).set_index("quantity")
+    same_math = table[table.index.str.startswith("STTFedRec-DSSM AUC - FL-DSSM")]
+    assert list(same_math["kind"]) == ["shown"]
+    assert not table.loc["centralized CLSM above centralized DSSM (AUC)", "ok"]  # ours: 86.71 vs 87.66
+    paper_as_ours = TABLE2_PAPER.assign(auc=TABLE2_PAPER["auc"] / 100)
+    assert card.check(paper_as_ours)  # the paper's own table meets every ordering
+    chance = ours.assign(auc=0.5, p10=0.1, ndcg10=0.3)  # every model at chance: no ordering holds
+    assert not card.check(chance)
+
+
+def test_table3_checks_the_papers_factors():
+    card, ours = _stored("sttfedrec-table3-ml1m")
+    table = card.compare(ours).set_index("quantity")
+    row = table.loc["DSSM: training bytes on device<->server links (64-bit ring)"]
+    assert row["kind"] == "number" and not row["ok"]  # x1.29 against the paper's x2
+    stt = ours["model"].str.startswith("STTFedRec")
+    no_gain = ours.copy()
+    no_gain.loc[stt, ["x_total_ms", "x_train_mb_server_links"]] = 1.0  # STTFedRec no better than naive FL
+    assert not card.check(no_gain)
+    papers = ours.copy()
+    for tower, x_time in (("DSSM", 18.0), ("CLSM", 28.0)):
+        papers.loc[ours["model"] == f"STTFedRec-{tower}", ["x_total_ms", "x_train_mb_server_links"]] = [x_time, 2.0]
+    assert card.check(papers)
+
+
+def test_fig4_checks_the_papers_setting_and_shows_the_other_reading():
+    card, ours = _stored("sttfedrec-fig4-ml1m")
+    table = card.compare(ours)
+    paper_setting = table[table["quantity"].str.contains("the paper's T = 10")]
+    other = table[table["quantity"].str.contains("one click per request")]
+    assert set(paper_setting["kind"]) == {"claim"} and len(paper_setting) == 4
+    assert set(other["kind"]) == {"shown"} and len(other) == 4
+    assert not card.check(ours)  # at T = 10 AUC falls with rho
+    flat = ours.assign(auc=0.5, ndcg10=0.3)  # chance level at every rho
+    assert not card.check(flat)
+    t10 = ours["series"] == "T = 10"
+    rising = ours.copy()
+    rising.loc[t10, "auc"] = 0.7 + 0.1 * ours.loc[t10, "rho"]
+    rising.loc[t10, "ndcg10"] = 0.4 + 0.1 * ours.loc[t10, "rho"]
+    assert card.check(rising)
+
+
+@pytest.mark.parametrize("card_id", ["sttfedrec-fig5-ml1m", "sttfedrec-fig6-ml1m"])
+def test_k_cards_call_flat_only_what_is_flat(card_id):
+    from labcore.sttfedrec.cards import FLAT_MAX_RATIO
+
+    card, ours = _stored(card_id)
+    row = card.compare(ours).set_index("quantity").filter(like="device chain time", axis=0).iloc[0]
+    assert row["kind"] == "claim"
+    chain = (ours["kind"] == "chain") & (ours["mode"] == "shares")
+    steady = ours.copy()
+    steady.loc[chain, "device_ms"] = 40.0
+    assert card.check(steady)
+    growing = steady.copy()  # a device time that grows like the server's is not flat
+    growing.loc[chain, "device_ms"] = ours.loc[chain, "sas_ms"]
+    assert not card.check(growing)
+    slight = steady.copy()
+    slight.loc[chain & (ours["K"] == ours["K"].max()), "device_ms"] = 40.0 * (FLAT_MAX_RATIO + 0.05)
+    assert not card.check(slight)
+    assert not card.check(steady.assign(auc=0.5))  # chance-level AUC at every K and round
+
+
+def test_privacy_card_fails_on_a_chance_level_attack():
+    card, ours = _stored("sttfedrec-privacy-ml1m")
+    assert card.check(ours)
+    pop = ours["attack"] == "popularity"
+    chance = ours.copy()
+    chance.loc[pop, "precision"] = ours.loc[pop, "chance"]
+    assert not card.check(chance)

@@ -1,5 +1,6 @@
 """What both backbones' FELLRec cards share: the topic's card dict, the registration, the row shape of a
-comparison, and the checks of Figs. 3 and 4 (the probes and the offloading costs, the same on either backbone)."""
+comparison (kind: a paper number checked with a tolerance, a paper claim checked as stated, or shown), and the
+checks both backbones run alike: Table 6, Figs. 3 and 4 (the probes and the offloading costs)."""
 from __future__ import annotations
 
 import numpy as np
@@ -28,32 +29,86 @@ def _with_size(fn):
     return compute
 
 
-def _row(q, paper, ours, ok, note=""):
-    return {"quantity": q, "paper": paper, "ours": ours, "ok": ok, "note": note}
+NUMBER, CLAIM, SHOWN = "number", "claim", "shown"  # a compare row's kind
+
+
+def _row(q, paper, ours, ok, kind, note=""):
+    """One compare row. kind: a paper number checked with a tolerance, a paper claim checked as stated, or shown
+    (no verdict: ok None exactly for shown rows)."""
+    if kind not in (NUMBER, CLAIM, SHOWN) or (kind == SHOWN) != (ok is None):
+        raise ValueError(f"row {q!r}: kind={kind!r} with ok={ok!r}")
+    return {"quantity": q, "paper": paper, "ours": ours, "ok": ok, "kind": kind, "note": note}
+
+
+def _above_all(a, bs) -> bool:
+    """'a outperforms b' as stated: strictly above every b."""
+    return bool(all(a > b for b in bs))
+
+
+def _gain_tolerance(o) -> float:
+    """Two standard errors of the relative gain FELLRec / FedAvg - 1, from the seeds' spread."""
+    n = max(float(o.loc["fedavg", "seeds"]), 1.0)
+    sd = np.hypot(o.loc["fellrec", "R@10_std"], o.loc["fedavg", "R@10_std"]) / o.loc["fedavg", "R@10"]
+    return float(2 * sd / np.sqrt(n))
+
+
+def _cmp_table6(ours, paper):
+    """The paper's two findings, as stated: FELLRec above FedAvg at every c; FedAvg falls as heterogeneity grows
+    (c falls)."""
+    piv = ours.pivot_table(index="c", columns="method", values="R@10").sort_index()
+    pc = paper.set_index("c")
+    rows = [_row(f"c={c:g} FELLRec - FedAvg R@10", float(pc.loc[c, "fellrec"] - pc.loc[c, "fedavg"])
+                 if c in pc.index else np.nan, float(piv.loc[c, "fellrec"] - piv.loc[c, "fedavg"]), None, SHOWN,
+                 "different data and model") for c in piv.index]
+    wins = int((piv["fellrec"] > piv["fedavg"]).sum())
+    rows.append(_row("c values where FELLRec R@10 > FedAvg's", f"{len(paper)}/{len(paper)}", f"{wins}/{len(piv)}",
+                     bool(wins == len(piv)), CLAIM, "as stated: every c (one seed per point)"))
+    fedavg = piv["fedavg"].to_numpy()
+    rows.append(_row(f"FedAvg R@10 rises with c = {', '.join(f'{c:g}' for c in piv.index)}",
+                     ", ".join(f"{pc.loc[c, 'fedavg']:.4f}" if c in pc.index else "n/a" for c in piv.index),
+                     ", ".join(f"{x:.4f}" for x in fedavg),
+                     bool(np.all(np.diff(fedavg) > 0)), CLAIM, "as stated: heterogeneity lowers FedAvg's R@10"))
+    return pd.DataFrame(rows)
 
 
 def _cmp_fig4(ours, paper):
     off = ours[ours["offload"]].sort_values("k")
     steps = np.diff(off["device_param_MiB"].to_numpy())
-    linear = bool(np.allclose(steps, steps[0], rtol=1e-4))  # the stored CSV keeps 6 significant digits
+    # one layer's worth per k, the same every k (the stored CSV keeps 6 significant digits)
+    linear = bool(steps[0] > 0 and np.allclose(steps, steps[0], rtol=1e-4))
     exact = bool((off["upload_bytes"] == off["table3_upload_bytes"]).all())
     fed = ours[~ours["offload"]]
+    # Table 3: offloading uploads less than FedAvg's n b exactly when c < (n - k - 1) b / 2
+    n, fed_up = int(fed["k"].iloc[0]), float(fed["upload_bytes"].iloc[0])
+    cheaper = off["upload_bytes"] < fed_up
+    predicted = off["c_bytes"] < (n - off["k"] - 1) * off["b_bytes"] / 2
     return pd.DataFrame([
-        _row("device parameters grow by one layer per k (O(k+1))", "O(k+1)", f"{steps[0] * 2**20:.0f} B per k", linear),
-        _row("measured upload = (k+1) b + 2c", "O((k+1) b + 2c)", "equal for every k" if exact else "differs", exact),
+        _row("device parameters grow by one layer per k (O(k+1))", "O(k+1)", f"{steps[0] * 2**20:.0f} B per k", linear,
+             CLAIM, "form of Table 3's storage cost"),
+        _row("measured upload = (k+1) b + 2c", "O((k+1) b + 2c)", "equal for every k" if exact else "differs", exact,
+             CLAIM, "form of Table 3's communication cost, exact with measured b and c"),
         _row("device memory at k=1 vs no offloading", "O(k+1) vs O(N)",
              f"{off['device_memory_MiB'].iloc[0]:.2f} vs {fed['device_memory_MiB'].iloc[0]:.2f} MiB",
-             bool(off["device_memory_MiB"].iloc[0] < fed["device_memory_MiB"].iloc[0])),
+             bool(off["device_memory_MiB"].iloc[0] < fed["device_memory_MiB"].iloc[0]), CLAIM,
+             "the paper: FELLRec outperforms FedAvg in storage"),
+        _row("offloading uploads less than FedAvg exactly when c < (n-k-1) b / 2", "c < (n-k-1) b / 2",
+             f"{int(cheaper.sum())} of {len(off)} k upload less; the condition holds for {int(predicted.sum())}",
+             bool((cheaper == predicted).all()), CLAIM, "section 4.3's condition, on every k"),
     ])
 
 
 def _cmp_fig3(ours, paper):
-    """The probes' similarity falls with depth: the linear probe's is checked (the claim), the MLP probe's shown."""
+    """The probes' similarity falls with depth and rises again at the last layer (the paper's findings 1 and 2):
+    the linear probe's is checked, the MLP probe's shown (it underfits)."""
     rows = []
     for kind, g in ours.groupby("probe"):
-        g = g.sort_values("layer")
-        first, deep = float(g["similarity"].iloc[0]), float(g["similarity"].iloc[-2])
-        rows.append(_row(f"{kind} probe: layer 1 vs layer N-1", "falls with depth", f"{first:.3f} -> {deep:.3f}",
-                         bool(deep < first) if kind == "linear" else None,
-                         "claim, as stated (linear probe)" if kind == "linear" else "shown"))
+        sim = g.sort_values("layer")["similarity"].to_numpy(dtype=float)
+        first, before_last, last = sim[0], sim[-2], sim[-1]
+        checked = kind == "linear"
+        rows.append(_row(f"{kind} probe: layer 1 vs layer N-1", "falls with depth", f"{first:.4f} -> {before_last:.4f}",
+                         bool(before_last < first) if checked else None, CLAIM if checked else SHOWN,
+                         "finding 1, as stated" if checked else "the MLP probe underfits"))
+        rows.append(_row(f"{kind} probe: layer N vs layer N-1", "rises at the last layer",
+                         f"{before_last:.4f} -> {last:.4f}", bool(last > before_last) if checked else None,
+                         CLAIM if checked else SHOWN, "finding 2, as stated" if checked else "the MLP probe underfits"))
     return pd.DataFrame(rows)

@@ -6,16 +6,20 @@ FellrecConfig, not the core's RunConfig, so the cards compute their own runs (ca
 """
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from ..figures.registry import FigureCard
 from . import experiments as E
 from . import plots
-from .card_kit import CARDS, _cmp_fig3, _cmp_fig4, _row, _smoke, _with_size, register
+from .card_kit import (CARDS, CLAIM, NUMBER, SHOWN, _above_all, _cmp_fig3, _cmp_fig4, _cmp_table6, _gain_tolerance,
+                       _row, _smoke, _with_size, register)
 from .paper import SUBSTITUTION, TABLE1, TABLE4, TABLE6
 
 DATASET = "ml-100k (full) / synthetic (smoke)"
+MISS_CAUSE = ("Why FELLRec does not beat FedAvg here (measured, docs/topics/fellrec.md, 'Does the federated phase "
+              "matter?'): LoRA on this foundation barely lowers the training loss (6.267 to 6.261 centrally), so the "
+              "clients' adapter updates are mostly noise, which FedAvg's averaging cancels and FELLRec's personalized "
+              "aggregation keeps; the methods differ by about the seed spread (R@10 std 0.0003 to 0.0014).")
 MODEL_NOTE = ("Model: 8 layers, width 32, 2 heads, LoRA r=4 on the attention projections (129,266 "
               "parameters, 6,144 of them LoRA), pre-trained on 20% of the users; 5 rounds of one local epoch.")
 
@@ -24,13 +28,19 @@ MODEL_NOTE = ("Model: 8 layers, width 32, 2 heads, LoRA r=4 on the attention pro
 def _cmp_table1(ours, paper):
     o = ours.set_index("method")
     p = paper[paper["backend"] == "BIGRec"].set_index("method")
-    rows = []
-    for m in ("central", "fedavg", "fedprox", "ditto", "fellrec"):
-        if m in o.index:
-            rows.append(_row(f"{m} R@10", p.loc[m, "R@10"], o.loc[m, "R@10"], None, "for information"))
+    rows = [_row(f"{m} R@10", p.loc[m, "R@10"], o.loc[m, "R@10"], None, SHOWN, "different data and model")
+            for m in ("central", "fedavg", "fedprox", "ditto", "fellrec") if m in o.index]
+    rivals = [m for m in ("fedavg", "fedprox", "ditto") if m in o.index]
+    rows.append(_row("FELLRec R@10 above FedAvg, FedProx and Ditto",
+                     f"{p.loc['fellrec', 'R@10']:.4f} > " + " / ".join(f"{p.loc[m, 'R@10']:.4f}" for m in rivals),
+                     f"{o.loc['fellrec', 'R@10']:.4f} vs " + " / ".join(f"{o.loc[m, 'R@10']:.4f}" for m in rivals),
+                     _above_all(o.loc["fellrec", "R@10"], [o.loc[m, "R@10"] for m in rivals]), CLAIM,
+                     "the paper: FELLRec outperforms the other privacy-preserving methods (mean of seeds)"))
     gain = o.loc["fellrec", "R@10"] / o.loc["fedavg", "R@10"] - 1
-    rows.append(_row("FELLRec R@10 / FedAvg R@10 - 1", p.loc["fellrec", "R@10"] / p.loc["fedavg", "R@10"] - 1,
-                     gain, bool(gain >= -0.01), "ours must be >= FedAvg's (1% slack for seed noise)"))
+    paper_gain = p.loc["fellrec", "R@10"] / p.loc["fedavg", "R@10"] - 1
+    tol = _gain_tolerance(o)
+    rows.append(_row("FELLRec R@10 / FedAvg R@10 - 1", paper_gain, gain, bool(abs(gain - paper_gain) <= tol),
+                     NUMBER, f"within ±{tol:.3f} (two standard errors of our seeds) of the paper's BIGRec gain"))
     return pd.DataFrame(rows)
 
 
@@ -38,11 +48,12 @@ register(FigureCard(
     id="fellrec-table1-ml100k", title="Table 1: FELLRec against centralized, FedAvg, FedProx, Ditto",
     caption="Table 1: Overall performance of FELLRec and other baselines in the LLM-based Recommendation scenario.",
     kind="table", paper=TABLE1, configs=E.table1_configs, compute_fn=_with_size(E.table1),
-    plot_fn=lambda o, p: plots.methods_bars(o, p, _smoke(o)), compare_fn=_cmp_table1, tolerance=0.01,
-    tolerance_text="shape only: FELLRec's R@10 at least FedAvg's (1% slack), mean of 3 seeds",
+    plot_fn=lambda o, p: plots.methods_bars(o, p, _smoke(o)), compare_fn=_cmp_table1, tolerance=None,
+    tolerance_text=("claim as stated: FELLRec's R@10 above FedAvg's, FedProx's and Ditto's (mean of 3 seeds); "
+                    "its gain over FedAvg within two standard errors of our seeds of the paper's"),
     expected="FELLRec >= FedAvg, FedProx, Ditto on R@10; the centralized model near or above the federated ones.",
     columns=("method", "R@10", "R@20", "N@10", "N@20", "imbalance"),
-    notes=(SUBSTITUTION, MODEL_NOTE, "The paper's numbers are Games with the BIGRec backend (LLaMA-7B)."),
+    notes=(SUBSTITUTION, MODEL_NOTE, "The paper's numbers are Games with the BIGRec backend (LLaMA-7B).", MISS_CAUSE),
     paper_ref="Table 1 (Games, BIGRec and RecFormer rows)", dataset=DATASET))
 
 
@@ -50,12 +61,17 @@ register(FigureCard(
 def _cmp_table4(ours, paper):
     o = ours.set_index("method")
     p = paper.set_index("method")
-    rows = [_row(f"{m} imbalance", p.loc[m, "imbalance"], o.loc[m, "imbalance"], None, "for information")
+    rows = [_row(f"{m} imbalance", p.loc[m, "imbalance"], o.loc[m, "imbalance"], None, SHOWN,
+                 "different data and model")
             for m in ("central", "fedavg", "fellrec") if m in o.index]
     ok = o.loc["fellrec", "imbalance"] < o.loc["fedavg", "imbalance"]
     rows.append(_row("FELLRec imbalance < FedAvg imbalance", "0.55 < 1.76",
-                     f"{o.loc['fellrec', 'imbalance']:.2f} vs {o.loc['fedavg', 'imbalance']:.2f}", bool(ok),
-                     "mean over seeds of (best - worst) / worst of the 5 clients' R@10"))
+                     f"{o.loc['fellrec', 'imbalance']:.2f} vs {o.loc['fedavg', 'imbalance']:.2f}", bool(ok), CLAIM,
+                     "as stated: mean over seeds of (best - worst) / worst of the 5 clients' R@10"))
+    rows.append(_row("FedAvg raises the imbalance over centralized training", "1.35 -> 1.76",
+                     f"{o.loc['central', 'imbalance']:.2f} -> {o.loc['fedavg', 'imbalance']:.2f}",
+                     bool(o.loc["fedavg", "imbalance"] > o.loc["central", "imbalance"]), CLAIM,
+                     "as stated: the imbalance FELLRec sets out to repair"))
     return pd.DataFrame(rows)
 
 
@@ -64,37 +80,25 @@ register(FigureCard(
     caption="Table 4: Client evaluation results of the centralized method, FedAvg and FELLRec.",
     kind="table", paper=TABLE4, configs=E.table1_configs, compute_fn=_with_size(E.table4),
     plot_fn=lambda o, p: plots.client_bars(o, p, _smoke(o)), compare_fn=_cmp_table4, tolerance=None,
-    tolerance_text="shape only: FELLRec's imbalance below FedAvg's",
+    tolerance_text="claims as stated: FELLRec's imbalance below FedAvg's; FedAvg's above centralized",
     expected="FELLRec spreads accuracy more evenly over the clients than FedAvg.",
     columns=("method", "imbalance", "client 1", "client 5"),
     notes=(SUBSTITUTION, "Clients: KMeans (k=5) on user embeddings of the core MF engine, as the paper.",
-           "Client numbering follows KMeans labels, so client i here is not the paper's client i."),
+           "Client numbering follows KMeans labels, so client i here is not the paper's client i.", MISS_CAUSE),
     paper_ref="Table 4 (Games, BIGRec)", dataset=DATASET))
 
 
 # --- Table 6 -------------------------------------------------------------------------------------------------------
-def _cmp_table6(ours, paper):
-    piv = ours.pivot_table(index="c", columns="method", values="R@10")
-    wins = int((piv["fellrec"] >= piv["fedavg"] * 0.99).sum())
-    rows = [_row(f"c={c:g} FELLRec - FedAvg R@10", float(paper.set_index("c").loc[c, "fellrec"] -
-                                                         paper.set_index("c").loc[c, "fedavg"])
-                 if c in set(paper["c"]) else np.nan, float(piv.loc[c, "fellrec"] - piv.loc[c, "fedavg"]), None,
-                 "for information") for c in piv.index]
-    rows.append(_row("c values where FELLRec >= FedAvg", f"{len(paper)}/{len(paper)}", f"{wins}/{len(piv)}",
-                     bool(wins >= (len(piv) + 1) // 2), "most c values (the paper: all)"))
-    return pd.DataFrame(rows)
-
-
 register(FigureCard(
     id="fellrec-table6-ml100k", title="Table 6: FedAvg and FELLRec under Dirichlet(c) clients",
     caption="Table 6: Performance (R@10) of FedAvg and FELLRec under different heterogeneity degrees in Games.",
     kind="table", paper=TABLE6, configs=E.table6_configs, compute_fn=_with_size(E.table6),
     plot_fn=lambda o, p: plots.dirichlet_lines(o, p, _smoke(o)), compare_fn=_cmp_table6, tolerance=None,
-    tolerance_text="shape only: FELLRec >= FedAvg (1% slack) for most c",
+    tolerance_text="claims as stated: FELLRec above FedAvg at every c; FedAvg's R@10 rising with c",
     expected="FELLRec at or above FedAvg for every c; FedAvg improves as c grows (clients become alike).",
     columns=("c", "method", "R@10"),
     notes=(SUBSTITUTION, "Dirichlet(c) spreads each of 5 KMeans taste clusters over the 5 clients; one seed; c in "
-           "{0.1, 0.5, 1} at full size (the paper also has 0.3 and 0.7)."),
+           "{0.1, 0.5, 1} at full size (the paper also has 0.3 and 0.7).", MISS_CAUSE),
     paper_ref="Table 6 (Games, BIGRec)", dataset=DATASET))
 
 
@@ -105,11 +109,14 @@ register(FigureCard(
             "embeddings of different layers from BIGRec under linear probe attack and MLP probe attack.",
     kind="figure", paper=pd.DataFrame(columns=["probe", "layer", "similarity"]), configs=lambda s: [E.base(s)],
     compute_fn=_with_size(E.probes), plot_fn=lambda o, p: plots.probe_lines(o, p, _smoke(o)),
-    compare_fn=_cmp_fig3, tolerance=None, tolerance_text="shape only: similarity at layer N-1 below layer 1",
+    compare_fn=_cmp_fig3, tolerance=None,
+    tolerance_text="claims as stated (linear probe): similarity at layer N-1 below layer 1, and higher at layer N",
     expected="Reconstruction gets harder with depth (the paper: rises again at the last layer).",
     columns=("probe", "layer", "similarity"),
     notes=("The paper gives the curves only as a figure (no numbers); we check the shape.",
-           "Probes read the pre-trained foundation model's layer outputs at every real position of held-out users."),
+           "Probes read the pre-trained foundation model's layer outputs at every real position of held-out users.",
+           "The linear probe does not rise at the last layer (0.8474 -> 0.8467): cause unknown; the MLP probe, "
+           "shown, does (0.455 -> 0.470)."),
     paper_ref="Fig. 3 (BIGRec, LLaMA-7B, 32 layers)", dataset=DATASET))
 
 
@@ -134,8 +141,9 @@ def _cmp_fig5(ours, paper):
     last = ours.groupby("variant", sort=False).last()
     fa = last.loc["FedAvg", "R@10"]
     rows = [_row(f"{v} R@10", "above FedAvg" if v != "FedAvg" else "", float(last.loc[v, "R@10"]),
-                 bool(last.loc[v, "R@10"] >= fa * 0.99) if v != "FedAvg" else None,
-                 "1% slack for seed noise") for v in last.index]
+                 bool(last.loc[v, "R@10"] > fa) if v != "FedAvg" else None, CLAIM if v != "FedAvg" else SHOWN,
+                 "as stated: surpasses FedAvg (one seed)" if v != "FedAvg" else "the reference")
+            for v in last.index]
     return pd.DataFrame(rows)
 
 
@@ -144,21 +152,27 @@ register(FigureCard(
     caption="Figure 5: Contributions of dynamic parameter aggregation and learning speed to FELLRec.",
     kind="figure", paper=pd.DataFrame(columns=["variant", "R@10"]), configs=E.fig5_configs,
     compute_fn=_with_size(E.fig5), plot_fn=lambda o, p: plots.ablation(o, p, _smoke(o)), compare_fn=_cmp_fig5,
-    tolerance=0.01, tolerance_text="each variant's R@10 >= FedAvg's (1% slack), one seed",
+    tolerance=None, tolerance_text="claim as stated: each variant's R@10 above FedAvg's, one seed",
     expected="Each part alone beats FedAvg; both together are best.",
     columns=("variant", "round", "val_R@10", "R@10"),
-    notes=(SUBSTITUTION, "'dynamic learning speed only' replaces the similarities by data-size weights."),
+    notes=(SUBSTITUTION, "'dynamic learning speed only' replaces the similarities by data-size weights.", MISS_CAUSE),
     paper_ref="Fig. 5 (bars only, no numbers in the text)", dataset=DATASET))
 
 
 # --- Fig. 6 --------------------------------------------------------------------------------------------------------
 def _cmp_fig6(ours, paper):
-    piv = ours.pivot_table(index="n_clients", columns="method", values="R@10")
+    """The paper's two findings, as stated: both methods decline as clients multiply; FELLRec above FedAvg at
+    every count."""
+    piv = ours.pivot_table(index="n_clients", columns="method", values="R@10").sort_index()
     rows = [_row(f"{n} clients: FELLRec / FedAvg R@10 - 1", "> 0 (figure only)",
-                 float(piv.loc[n, "fellrec"] / piv.loc[n, "fedavg"] - 1), None, "for information") for n in piv.index]
-    wins = int((piv["fellrec"] >= piv["fedavg"] * 0.99).sum())
-    rows.append(_row("client counts where FELLRec >= FedAvg", f"{len(piv)}/{len(piv)}", f"{wins}/{len(piv)}",
-                     bool(wins >= (len(piv) + 1) // 2), "most counts (the paper: every count), 1% slack"))
+                 float(piv.loc[n, "fellrec"] / piv.loc[n, "fedavg"] - 1), None, SHOWN, "") for n in piv.index]
+    wins = int((piv["fellrec"] > piv["fedavg"]).sum())
+    rows.append(_row("client counts where FELLRec R@10 > FedAvg's", f"{len(piv)}/{len(piv)}", f"{wins}/{len(piv)}",
+                     bool(wins == len(piv)), CLAIM, "as stated: every count (one seed per point)"))
+    lo, hi = piv.index[0], piv.index[-1]
+    rows.append(_row(f"R@10 lower at {hi} than at {lo} clients, FedAvg and FELLRec", "both decline",
+                     "; ".join(f"{m}: {piv.loc[lo, m]:.4f} -> {piv.loc[hi, m]:.4f}" for m in ("fedavg", "fellrec")),
+                     bool((piv.loc[hi] < piv.loc[lo]).all()), CLAIM, "as stated: a decline for both methods"))
     return pd.DataFrame(rows)
 
 
@@ -167,13 +181,14 @@ register(FigureCard(
     caption="Figure 6: Influence of Client Number to RecFormer-based FELLRec and FedAvg in Games.", kind="figure",
     paper=pd.DataFrame(columns=["n_clients", "method", "R@10"]), configs=E.fig6_configs,
     compute_fn=_with_size(E.fig6), plot_fn=lambda o, p: plots.client_count_lines(o, p, _smoke(o)),
-    compare_fn=_cmp_fig6, tolerance=0.01, tolerance_text="shape only: FELLRec >= FedAvg (1% slack) for most "
-    "client counts, one seed", expected="Both fall as clients multiply (each holds less, more diverse data); "
+    compare_fn=_cmp_fig6, tolerance=None,
+    tolerance_text="claims as stated: FELLRec above FedAvg at every client count; both lower at 100 clients than at 5; "
+    "one seed", expected="Both fall as clients multiply (each holds less, more diverse data); "
     "FELLRec stays above FedAvg at every count.", columns=("n_clients", "method", "R@10", "imbalance"),
     notes=(SUBSTITUTION, "Clients: KMeans with 5, 10, 20, 50, 100 clusters on the core MF engine's user "
            "embeddings; one seed per point.", "The paper gives Fig. 6 as bars only (no numbers in the text).",
            "With 50 or 100 clients some clients hold a handful of users and score R@10 = 0, so the imbalance "
-           "(best - worst) / worst is infinite there."),
+           "(best - worst) / worst is infinite there.", MISS_CAUSE),
     paper_ref="Fig. 6 (RecFormer backend, Games)", dataset=DATASET))
 
 
@@ -182,7 +197,7 @@ def _cmp_fig7(ours, paper):
     rows = []
     for s, g in ours.groupby("sweep"):
         rows.append(_row(f"R@10 range over {s}", "varies, best at a middle value",
-                         f"{g['R@10'].min():.4f}..{g['R@10'].max():.4f}", None, "for information"))
+                         f"{g['R@10'].min():.4f}..{g['R@10'].max():.4f}", None, SHOWN, "the paper gives a figure only"))
     return pd.DataFrame(rows)
 
 
