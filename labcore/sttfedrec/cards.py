@@ -373,6 +373,13 @@ def _privacy_card() -> FigureCard:
                              ", ".join(f"{g:+.3f}" for g in gains[neg]),
                              bool((gains[neg] > 0).all()) if uniform else None, CLAIM if uniform else SHOWN,
                              "the lab's claim: uniform non-clicks are less popular than clicks" if uniform else ""))
+        if len(gains["uniform"]):  # the negatives the paper samples (section 4.1: random non-rated items)
+            worst = float(gains["uniform"].max())
+            rows.append(_row("the server cannot obtain the real clicks (section 3.2): popularity attack within "
+                             "0.03 of chance, uniform non-clicks", "cannot obtain", f"up to {worst:+.3f} above chance",
+                             worst <= 0.03, CLAIM,
+                             "measured cause of a miss: uniformly drawn non-clicks are less popular than real "
+                             "clicks, so ranking a request's items by popularity finds the clicks"))
         if len(gains["uniform"]) and len(gains["uniform"]) == len(gains["popular"]):
             rows.append(_row("popularity-matched non-clicks cut the attack's gain at least in half", "-",
                              ", ".join(f"{p / u:.2f}" if u else "n/a" for p, u in zip(gains["popular"], gains["uniform"])),
