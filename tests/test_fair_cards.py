@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from labcore.figures import registry
-from labcore.fair import paper_ranking, plots
+from labcore.fair import cards, paper_ranking, plots
 from labcore.fair.tradeoff import tradeoff_configs
 
 FAIR_CARDS = ("fair-table2-goodreads", "fair-table2-ml1m", "fair-table3-goodreads", "fair-table3-ml1m",
@@ -82,3 +82,78 @@ def test_fair_app_page_renders(shared_cache, monkeypatch):
     assert [s.value for s in at.subheader][:2] == ["What a device stores", "Model loss or data loss (Fig. 1)"]
     at.button[0].click().run()
     assert not at.exception and len(at.dataframe) >= 2  # devices, trade-off (+ a stored card if any)
+
+
+# --- verdicts: every row states its kind; a baseline or chance result fails the card -----------------------
+@pytest.fixture
+def committed_results(monkeypatch):
+    monkeypatch.delenv(registry.RESULTS_ENV, raising=False)  # the checkout's results/
+
+
+def _committed(card_id: str) -> pd.DataFrame:
+    res = registry.stored(card_id, figure=False)
+    if res is None:
+        pytest.skip(f"no committed result for {card_id}")
+    return res.ours
+
+
+@pytest.mark.parametrize("card_id", FAIR_CARDS)
+def test_every_row_states_its_kind_and_shown_is_exactly_unchecked(card_id, committed_results):
+    card = registry.get(card_id)
+    ours = _committed(card_id)
+    raw = card.compare_fn(ours, card.paper)
+    assert "kind" in raw.columns and raw["kind"].notna().all()  # stated by the card, not inferred
+    cmp = card.compare(ours)
+    assert len(cmp) and set(cmp["kind"]) <= set(registry.ROW_KINDS)
+    unchecked = [ok is None or ok != ok for ok in cmp["ok"]]
+    assert [k == "shown" for k in cmp["kind"]] == unchecked
+
+
+def _flat(ours: pd.DataFrame, column: str, value: float) -> pd.DataFrame:
+    """Every run scores `value` (N/A stays N/A): popularity alone or chance, whatever the method."""
+    out = ours.copy()
+    out[column] = out[column].where(out[column].isna(), value)
+    return out
+
+
+# popularity alone (Goodreads-100), one constant for every method (other rankings), chance (ten digits)
+BASELINES = [("fair-table2-goodreads", "ndcg", cards.POPULARITY_GOODREADS), ("fair-table2-ml1m", "ndcg", 0.3),
+             ("fair-table3-goodreads", "ndcg", cards.POPULARITY_GOODREADS), ("fair-table3-ml1m", "ndcg", 0.3),
+             ("fair-table4-ml100k", "mse", 1.0), ("fair-table5-digits", "accuracy", 0.1),
+             ("fair-table6-digits", "accuracy", 0.1), ("fair-fig4", "metric", 0.1),
+             ("fair-fig1-tradeoff", "metric", 0.3)]
+
+
+@pytest.mark.parametrize("card_id, column, value", BASELINES)
+def test_a_baseline_or_chance_result_fails_the_card(card_id, column, value, committed_results):
+    card = registry.get(card_id)
+    assert not card.check(_flat(_committed(card_id), column, value))
+
+
+def test_every_fair_card_has_a_baseline_test():
+    assert {b[0] for b in BASELINES} == set(FAIR_CARDS)
+
+
+def test_table2_goodreads_fedhm_rows_are_numbers_against_the_papers_values(committed_results):
+    cmp = registry.get("fair-table2-goodreads").compare(_committed("fair-table2-goodreads"))
+    fedhm = cmp[cmp["quantity"].str.startswith("FedHM")]
+    ran = fedhm["paper"].notna()
+    assert (fedhm.loc[ran, "kind"] == "number").all() and (fedhm.loc[~ran, "kind"] == "claim").all()
+    off = _committed("fair-table2-goodreads").copy()
+    off.loc[(off.method == "FedHM") & (off.capacity == "1x-2x"), "ndcg"] = 0.66  # far from the paper's 0.274
+    assert not registry.get("fair-table2-goodreads").check(off)
+
+
+def test_table2_ml1m_fedhm_values_are_shown_not_checked(committed_results):
+    """ML-1M-100 stands in for AmazonProduct-100: its values cannot be checked against the paper's."""
+    cmp = registry.get("fair-table2-ml1m").compare(_committed("fair-table2-ml1m"))
+    fedhm = cmp[cmp["quantity"].str.startswith("FedHM") & cmp["paper"].notna()]
+    assert len(fedhm) and (fedhm["kind"] == "shown").all()
+
+
+def test_table6_inconsistent_subspaces_at_chance_are_misses(committed_results):
+    card = registry.get("fair-table6-digits")
+    cmp = card.compare(_committed("fair-table6-digits"))
+    inconsistent = cmp[cmp["quantity"].str.startswith("inconsistent")]
+    assert len(inconsistent) == 6 and (inconsistent["kind"] == "number").all()
+    assert not inconsistent["ok"].any() and not card.check(_committed("fair-table6-digits"))

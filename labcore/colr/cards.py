@@ -38,7 +38,9 @@ COLORS = {"fedmf": "#444444", "colr": "#d62728", "svd": "#1f77b4", "topk": "#2ca
 
 
 def _frame(rows: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=["quantity", "paper", "ours", "ok", "note"])
+    """The compare table; every row states its kind: number (a printed number, checked at a tolerance), claim
+    (a stated claim, checked as stated) or shown (not checked, ok None)."""
+    return pd.DataFrame(rows, columns=["quantity", "paper", "ours", "ok", "kind", "note"])
 
 
 def _pct(x) -> str:
@@ -91,15 +93,16 @@ def _fig2_card(dataset: str) -> FigureCard:
     def compare(ours, paper):
         d = int(ours["dim"].iloc[0]) if len(ours) else dim
         n90, n99 = float(ours["n90_mean"].mean()), float(ours["n99_mean"].mean())
+        # Isotropic (full-rank) updates need about 0.9 d and 0.99 d components: "N99 < d" alone would pass them.
         return _frame([
             {"quantity": f"N90-PCA, mean over rounds (d={d})", "paper": "small (image)", "ours": f"{n90:.2f}",
-             "ok": n90 <= d / 4, "note": "low rank: N90 <= d/4"},
-            {"quantity": f"N99-PCA, mean over rounds (d={d})", "paper": "< d (image)", "ours": f"{n99:.2f}",
-             "ok": n99 < d, "note": "N99 < d"},
+             "ok": n90 <= d / 4, "kind": "claim", "note": "low rank: N90 <= d/4"},
+            {"quantity": f"N99-PCA, mean over rounds (d={d})", "paper": "well below d (image)", "ours": f"{n99:.2f}",
+             "ok": n99 <= d / 2, "kind": "claim", "note": "N99 <= d/2 (full-rank updates: about 0.99 d)"},
             {"quantity": "N99-PCA, max over rounds", "paper": "-", "ours": f"{ours['n99_mean'].max():.2f}",
-             "ok": None, "note": "information"},
+             "ok": None, "kind": "shown", "note": "information"},
             {"quantity": "entropy effective rank, mean", "paper": "-", "ours": f"{ours['erank_mean'].mean():.2f}",
-             "ok": None, "note": "information"},
+             "ok": None, "kind": "shown", "note": "information"},
         ])
 
     name = "MovieLens-1M" if is_ml else "Pinterest"
@@ -112,7 +115,7 @@ def _fig2_card(dataset: str) -> FigureCard:
                  "matrix across communication rounds on MovieLens-1M (left) and Pinterest (right) datasets."),
         kind="figure", paper=pd.DataFrame(columns=["round", "n90_mean", "n99_mean"]), configs=configs,
         compute_fn=compute, plot_fn=plot, compare_fn=compare, tolerance=None,
-        tolerance_text="shape: mean N90 over rounds <= d/4 and mean N99 < d (the paper gives no numbers)",
+        tolerance_text="shape: mean N90 over rounds <= d/4 and mean N99 <= d/2 (the paper gives no numbers)",
         expected=(f"Client updates of FedMF (d={dim}) are close to low rank: a few components explain 90% of the "
                   f"variance and N99 stays well below d through training."),
         columns=("round", "n90_mean", "n90_std", "n99_mean", "n99_std", "erank_mean", "dim"),
@@ -180,14 +183,11 @@ def _fig3_card(dataset: str) -> FigureCard:
         return fig
 
     def compare(ours, paper):
-        pr = _pairs(ours, "colr", "fedmf")
-        wins = int((pr["hr_colr"] >= pr["hr_fedmf"] - 0.01).sum())
-        rows = [{"quantity": "budgets where HR(CoLR@k) >= HR(FedMF d=k) - 1 pt",
-                 "paper": "all ('consistently outperforms')", "ours": f"{wins}/{len(pr)}",
-                 "ok": len(pr) > 0 and wins > len(pr) / 2, "note": "most budget points"}]
-        for _, p in pr.iterrows():
-            rows.append({"quantity": f"k={int(p['k'])}: HR CoLR vs FedMF", "paper": "CoLR higher",
-                         "ours": f"{_pct(p['hr_colr'])} vs {_pct(p['hr_fedmf'])}", "ok": None, "note": "information"})
+        # "consistently outperforms": CoLR above FedMF at every budget, one claim a budget
+        rows = [{"quantity": f"k={int(p['k'])}: HR CoLR@k vs FedMF d=k", "paper": "CoLR higher",
+                 "ours": f"{_pct(p['hr_colr'])} vs {_pct(p['hr_fedmf'])}", "ok": bool(p["hr_colr"] > p["hr_fedmf"]),
+                 "kind": "claim", "note": "'consistently outperforms': every budget"}
+                for _, p in _pairs(ours, "colr", "fedmf").iterrows()]
         topm = ours[(ours["method"] == "fedmf") & (ours["dim"] == ours["dim"].max())]
         low = ours[(ours["method"] == "colr") & (ours["k"] == ratio_k)]
         if len(topm) and len(low):
@@ -195,14 +195,16 @@ def _fig3_card(dataset: str) -> FigureCard:
             want = P.HR_RETAINED_6PCT if is_ml else P.HR_RETAINED_6PCT_PINTEREST
             rows.append({"quantity": f"HR(CoLR@{ratio_k}) / HR({top}) (6.25% of the size)",
                          "paper": f"{100 * want:.2f}%",
-                         "ours": f"{100 * ratio:.2f}%", "ok": abs(ratio - want) <= 0.05, "note": "within 5 points"})
+                         "ours": f"{100 * ratio:.2f}%", "ok": abs(ratio - want) <= 0.05, "kind": "number",
+                         "note": "within 5 points"})
         if not is_ml:
             for _, p in paper.iterrows():
                 o = ours[(ours["method"] == p["method"]) & (ours["k"] == p["k"])]
                 for m in ("hr", "ndcg"):
                     rows.append({"quantity": f"{p['label']} {m.upper()}@10", "paper": _pct(p[m]),
                                  "ours": _pct(float(o[m].iloc[0])) if len(o) else "n/a", "ok": None,
-                                 "note": "information: other subset, fewer rounds"})
+                                 "kind": "shown",
+                                 "note": "information: another Pinterest (37.5K-user subset, not Pinterest-20)"})
         return _frame(rows)
 
     name = "MovieLens-1M" if is_ml else "Pinterest"
@@ -218,9 +220,9 @@ def _fig3_card(dataset: str) -> FigureCard:
                  "size. The x-axis is plotted using a log scale."),
         kind="figure", paper=paper, configs=configs, compute_fn=compute, plot_fn=plot, compare_fn=compare,
         tolerance=0.05,
-        tolerance_text=("CoLR@k is within 1 HR point of FedMF d=k or above on most budgets, and the HR kept at "
-                        "6.25% of the size is within 5 points of the paper's ratio"),
-        expected=("At equal transfer size CoLR at least matches FedMF on most budget points; small-d FedMF loses "
+        tolerance_text=("CoLR@k above FedMF d=k in HR@10 at every budget ('consistently outperforms'), and the HR "
+                        "kept at 6.25% of the size within 5 points of the paper's ratio"),
+        expected=("At equal transfer size CoLR beats FedMF at every budget point; small-d FedMF loses "
                   "accuracy faster than CoLR as the budget shrinks."),
         columns=("label", "method", "k", "size_kb", "up_kb", "down_kb", "hr", "ndcg"),
         notes=notes + (LR_NOTE, FINAL_NOTE, "Communication size is the paper's accounting (N x k float32 per client "
@@ -248,17 +250,14 @@ def _fig4_card() -> FigureCard:
         return fig
 
     def compare(ours, paper):
+        # "better performance across the range of communication budgets": every ratio, one claim each
         rows = []
         for other, name in (("svd", "SVD@r"), ("topk", "TopK r/d")):
-            pr = _pairs(ours, "colr", other)
-            wins = int((pr["hr_colr"] > pr[f"hr_{other}"]).sum())
-            rows.append({"quantity": f"ratios where HR(CoLR@r) > HR({name})", "paper": "all",
-                         "ours": f"{wins}/{len(pr)}", "ok": len(pr) > 0 and wins > len(pr) / 2,
-                         "note": "most ratios"})
-            for _, p in pr.iterrows():
+            for _, p in _pairs(ours, "colr", other).iterrows():
                 rows.append({"quantity": f"r={int(p['k'])}: HR CoLR vs {name}", "paper": "CoLR higher",
-                             "ours": f"{_pct(p['hr_colr'])} vs {_pct(p[f'hr_{other}'])}", "ok": None,
-                             "note": "information"})
+                             "ours": f"{_pct(p['hr_colr'])} vs {_pct(p[f'hr_{other}'])}",
+                             "ok": bool(p["hr_colr"] > p[f"hr_{other}"]), "kind": "claim",
+                             "note": "'across the range': every ratio"})
         # Top-K sends values and indices: at equal bytes it meets CoLR@2r
         colr = ours[ours["method"] == "colr"].set_index("k")["hr"]
         for _, p in ours[ours["method"] == "topk"].sort_values("k").iterrows():
@@ -266,7 +265,7 @@ def _fig4_card() -> FigureCard:
             if k2 in colr.index:
                 rows.append({"quantity": f"equal bytes: HR CoLR@{k2} vs TopK {int(p['k'])}/{int(p['dim'])}",
                              "paper": "-", "ours": f"{_pct(colr[k2])} vs {_pct(p['hr'])}", "ok": None,
-                             "note": "information"})
+                             "kind": "shown", "note": "information"})
         return _frame(rows)
 
     return FigureCard(
@@ -279,9 +278,10 @@ def _fig4_card() -> FigureCard:
                  "to be equal."),
         kind="figure", paper=pd.DataFrame(columns=["label", "size_kb", "hr", "ndcg"]), configs=configs,
         compute_fn=compute, plot_fn=plot, compare_fn=compare, tolerance=None,
-        tolerance_text="shape: CoLR@r above SVD@r and above TopK r/d on most ratios (the paper gives no numbers)",
-        expected=("At equal compression ratio (uplink and downlink both compressed) CoLR beats SVD and Top-K on most "
-                  "ratios; Top-K moves twice the values of CoLR (values + indices)."),
+        tolerance_text="shape: CoLR@r above SVD@r and above TopK r/d at every ratio (the paper gives no numbers)",
+        expected=("At equal compression ratio (uplink and downlink both compressed) CoLR beats SVD and Top-K at every "
+                  "ratio (the paper: 'across the range of communication budgets'); Top-K moves twice the values of "
+                  "CoLR (values + indices)."),
         columns=("label", "method", "k", "size_kb", "up_kb", "down_kb", "hr", "ndcg"),
         notes=(SPLIT_ML1M, SCHEDULE_NOTE, LR_NOTE, FINAL_NOTE,
                "SVD@r sends the best rank-r factors of the client update (U S, N x r, and V, d x r) and of the "
@@ -322,13 +322,14 @@ def _fig5_card() -> FigureCard:
         three = ours[ours["b_init"].isin(R.B_INITS)]
         spread = three.groupby("k")["hr"].agg(lambda s: s.max() - s.min())
         rows.append({"quantity": "largest HR spread across the three B at one rank", "paper": "close (image)",
-                     "ours": f"{100 * spread.max():.2f} pts", "ok": bool(spread.max() <= 0.02),
+                     "ours": f"{100 * spread.max():.2f} pts", "ok": bool(spread.max() <= 0.02), "kind": "claim",
                      "note": "<= 2 HR points"})
         for k, s in ours.groupby("k"):
             hr = {b: float(s[s["b_init"] == b]["hr"].iloc[0]) for b in s["b_init"]}
             rows.append({"quantity": f"r={int(k)}: HR normal / orthonormal / sphere / sphere x sqrt(d/r)",
                          "paper": "-", "ours": " / ".join(_pct(hr.get(b)) for b in R.B_INITS + (R.FIG5_DIAGNOSTIC,)),
-                         "ok": None, "note": "information: the last is ours, the sphere at the others' scale"})
+                         "ok": None, "kind": "shown",
+                         "note": "information: the last is ours, the sphere at the others' scale"})
         return _frame(rows)
 
     return FigureCard(
@@ -416,11 +417,11 @@ def _table2_card() -> FigureCard:
             meas = "not run" if p["comm_min_measured"] != p["comm_min_measured"] else f"{p['comm_min_measured']:.2f}"
             rows.append({"quantity": f"{p['method']} communication (min)", "paper": f"{p['comm_min_paper']:.2f}",
                          "ours": f"{p['comm_min_paper_accounting']:.2f} (measured {meas})",
-                         "ok": ok, "note": "paper accounting, exact to 0.01"})
+                         "ok": ok, "kind": "number", "note": "paper accounting, exact to 0.01"})
         for _, p in m.dropna(subset=["comp_min"]).iterrows():
             rows.append({"quantity": f"{p['method']} computation / total (min)",
                          "paper": f"{p['comp_min_paper']:.2f} / {p['total_min_paper']:.2f}",
-                         "ours": f"{p['comp_min']:.2f} / {p['total_min']:.2f}", "ok": None,
+                         "ours": f"{p['comp_min']:.2f} / {p['total_min']:.2f}", "ok": None, "kind": "shown",
                          "note": "calibrated compute model"})
         return _frame(rows)
 
@@ -489,26 +490,31 @@ def _table3_card() -> FigureCard:
         for _, p in m.iterrows():
             rows.append({"quantity": f"{p['method']} plaintext KB", "paper": f"{p['plaintext_kb_paper']:.0f}",
                          "ours": f"{p['plaintext_kb']:.1f}",
-                         "ok": abs(p["plaintext_kb"] - p["plaintext_kb_paper"]) <= 1,
+                         "ok": abs(p["plaintext_kb"] - p["plaintext_kb_paper"]) <= 1, "kind": "number",
                          "note": "exact up to the paper's rounding"})
         for _, p in m.iterrows():
             rows.append({"quantity": f"{p['method']} client / server s, ciphertext KB",
                          "paper": (f"{p['client_s_paper']:.2f} / {p['server_s_paper']:.2f}, "
                                    f"{p['ciphertext_kb_paper']:.0f}"),
                          "ours": f"{p['client_s']:.2f} / {p['server_s']:.2f}, {p['ciphertext_kb']:.0f}", "ok": None,
-                         "note": "extrapolated" if p["extrapolated"] else "measured"})
+                         "kind": "shown", "note": "extrapolated" if p["extrapolated"] else "measured"})
         colr = ours[ours["method"].str.startswith("CoLR")]
         topk = ours[ours["method"].str.startswith("TopK")]
         if len(colr) and len(topk):
             worst, best = (colr["client_s"] + colr["server_s"]).max(), (topk["client_s"] + topk["server_s"]).min()
             rows.append({"quantity": "largest CoLR overhead < smallest TopK overhead (client + server)",
                          "paper": "yes (0.3 + 1.03 s < 88 + 88 s)", "ours": f"{worst:.2f} s < {best:.2f} s",
-                         "ok": bool(worst < best), "note": "shape"})
+                         "ok": bool(worst < best), "kind": "claim", "note": "shape"})
             tk = (topk["client_s"] + topk["server_s"]).to_numpy()
             growth = tk[1:] / tk[:-1]
+            doubles = bool(len(growth) and ((growth > 1.5) & (growth < 2.5)).all())
+            # rows extrapolated from one per-value cost double by construction: that is no check
+            linear = bool(topk["basis"].astype(str).str.startswith("extrapolated").all()) if "basis" in topk else False
             rows.append({"quantity": "TopK overhead growth when k doubles", "paper": "x2",
-                         "ours": ", ".join(f"x{g:.2f}" for g in growth),
-                         "ok": bool(len(growth) and ((growth > 1.5) & (growth < 2.5)).all()), "note": "shape"})
+                         "ours": ", ".join(f"x{g:.2f}" for g in growth), "ok": None if linear else doubles,
+                         "kind": "shown" if linear else "claim",
+                         "note": "by construction: every Top-K row is extrapolated from one per-value cost"
+                         if linear else "shape"})
         return _frame(rows)
 
     return FigureCard(
@@ -520,7 +526,8 @@ def _table3_card() -> FigureCard:
         kind="table", paper=_table3_paper(), configs=lambda size: [], compute_fn=compute, plot_fn=plot,
         compare_fn=compare, tolerance=1.0,
         tolerance_text=("plaintext sizes equal to the paper's (to 1 KB); CoLR's overheads below every Top-K row; "
-                        "Top-K's overhead doubles with k"),
+                        "Top-K's overhead doubles with k (shown, not checked, when every Top-K row is extrapolated "
+                        "linearly)"),
         expected=("CKKS packs thousands of values per ciphertext, so CoLR's cost grows in steps and stays far below "
                   "Paillier-encrypted Top-K, whose cost doubles with k."),
         columns=("method", "client_s", "server_s", "ciphertext_kb", "plaintext_kb", "ratio"),
@@ -563,10 +570,11 @@ def _table4_card() -> FigureCard:
         for _, p in m.iterrows():
             rows.append({"quantity": f"SCoLR r_g={p['global_rank']} (1-{p['global_rank']}) HR@10",
                          "paper": _pct(p["hr_paper"]), "ours": _pct(p["hr"]),
-                         "ok": abs(p["hr"] - p["hr_paper"]) <= 0.05, "note": "within 5 HR points"})
+                         "ok": abs(p["hr"] - p["hr_paper"]) <= 0.05, "kind": "number", "note": "within 5 HR points"})
         for _, p in m.iterrows():
             rows.append({"quantity": f"SCoLR r_g={p['global_rank']} NDCG@10", "paper": _pct(p["ndcg_paper"]),
-                         "ours": _pct(p["ndcg"]), "ok": None, "note": "information"})
+                         "ours": _pct(p["ndcg"]), "ok": abs(p["ndcg"] - p["ndcg_paper"]) <= 0.05, "kind": "number",
+                         "note": "within 5 NDCG points"})
         return _frame(rows)
 
     return FigureCard(
@@ -575,12 +583,21 @@ def _table4_card() -> FigureCard:
         caption=("Table 4. HR, NDCG of SCoLR algorithm on the MovieLens-1M dataset under computation/device "
                  "heterogeneity settings."),
         kind="table", paper=P.TABLE4.copy(), configs=R.scolr_grid, compute_fn=compute, plot_fn=plot,
-        compare_fn=compare, tolerance=0.05, tolerance_text="HR@10 within 5 points of the paper's at every global rank",
+        compare_fn=compare, tolerance=0.05,
+        tolerance_text="HR@10 and NDCG@10 within 5 points of the paper's at every global rank",
         expected="HR and NDCG fall as the global rank shrinks (64.6, 60.3, 52.8, 46.0 HR for r_g = 32, 16, 8, 4).",
         columns=("global_rank", "local_rank", "hr", "ndcg"),
         notes=(SPLIT_ML1M, SCHEDULE_NOTE, LR_NOTE, FINAL_NOTE,
                "Each client draws r_u uniformly in 1..r_g and a random subset of B's columns every round, uploads "
-               "its r_u columns of A and their indices; the broadcast is rank r_g.", SMOKE_NOTE),
+               "its r_u columns of A and their indices; the broadcast is rank r_g.",
+               "A miss, cause unknown. Ruled out from the committed runs: the random hold-out (it raises every "
+               "method alike, yet our CoLR@4 keeps 94.80% of FedMF-64's HR against the paper's 93.65%, while the "
+               "SCoLR gap grows from 11 HR points at r_g=32 to 27 at r_g=4); the learning rate and rounds (the "
+               "same as the CoLR runs of Fig. 3); our subsampling itself (our SCoLR tracks our CoLR: r_g=4 73.29 "
+               "vs CoLR@4 73.69, r_g=32 75.58 vs CoLR@32 76.74, so it loses 2.3 points from r_g=32 to 4, the "
+               "paper's 18.6); a shorter training alone (retrained, our r_g=32 and r_g=4 differ by 2.9 HR points at "
+               "round 100, 3.2 at 400, 2.3 at 1000: at no round by the paper's 18.6). Not ruled out: how the paper "
+               "aggregates the sub-sampled columns of A (the text does not say).", SMOKE_NOTE),
         paper_ref="Table 4 (section 5.3)", dataset="ml-1m",
     )
 
@@ -648,14 +665,18 @@ def _schedule_card() -> FigureCard:
         early = 100 if last >= 200 else max(1, last // 2)
         u, r = _at(ours, "uniform", early), _at(ours, "rotating", early)
         fu, fr = _at(ours, "uniform", last), _at(ours, "rotating", last)
+        # ahead by more than the card's 2-point tolerance: two identical schedules must not pass
         return _frame([
             {"quantity": f"HR@10 at round {early}: rotating vs uniform", "paper": "-",
-             "ours": f"{_pct(r)} vs {_pct(u)}", "ok": bool(r >= u), "note": "rotation ahead early"},
+             "ours": f"{_pct(r)} vs {_pct(u)}", "ok": bool(r > u + 0.02), "kind": "claim",
+             "note": "rotation ahead early, by more than 2 HR points"},
             {"quantity": f"HR@10 at round {last}: rotating vs uniform", "paper": "-",
-             "ours": f"{_pct(fr)} vs {_pct(fu)}", "ok": bool(abs(fr - fu) <= 0.02), "note": "within 2 HR points"},
+             "ours": f"{_pct(fr)} vs {_pct(fu)}", "ok": bool(abs(fr - fu) <= 0.02), "kind": "claim",
+             "note": "within 2 HR points"},
             {"quantity": f"users trained by round {early}: rotating vs uniform", "paper": "-",
              "ours": f"{_pct(_at(ours, 'rotating', early, 'trained_share'))}% vs "
-                     f"{_pct(_at(ours, 'uniform', early, 'trained_share'))}%", "ok": None, "note": "information"},
+                     f"{_pct(_at(ours, 'uniform', early, 'trained_share'))}%", "ok": None, "kind": "shown",
+             "note": "information"},
         ])
 
     return FigureCard(
@@ -666,8 +687,8 @@ def _schedule_card() -> FigureCard:
                  "that list each round; FedAvg usually draws M users afresh."),
         kind="figure", paper=pd.DataFrame(columns=["round", "hr"]), configs=schedule_grid, compute_fn=compute,
         plot_fn=plot, compare_fn=compare, tolerance=0.02,
-        tolerance_text=("shape: the rotating schedule is at or above uniform sampling at round 100, and the two end "
-                        "within 2 HR points"),
+        tolerance_text=("shape: the rotating schedule more than 2 HR points above uniform sampling at round 100, "
+                        "and the two end within 2 HR points"),
         expected=("With rotation every user has trained once after n_users / M = 101 rounds; under uniform sampling "
                   "about 37% have not by round 100 and their user vectors are still at initialization, so HR@10 rises "
                   "sooner with rotation and the two curves meet by round 1000."),

@@ -30,7 +30,13 @@ RANK_SCHEMES = ("1x-2x", "1x-4x", "1x-8x", "1x-16x")
 RATING_SCHEMES = ("8x-16x", "16x-32x", "32x-64x", "4x-8x-16x", "8x-16x-32x", "16x-32x-64x")
 DIGIT_SCHEMES = ("2x-4x", "2x-4x-8x", "2x-4x-8x-16x-32x-64x")
 SHARES = (0.01, 0.2, 0.3, 0.5)
-HEADLINE_TOL = 0.015  # NDCG@20: FedAvg and FAIR-HET 1x-2x against the paper on Goodreads-100
+# NDCG@20 on Goodreads-100 against the paper: three times the paper's std (< 0.005); one seed of ours, so no
+# spread of our own to take it from
+HEADLINE_TOL = 0.015
+POPULARITY_GOODREADS = 0.2753  # NDCG@20 of ranking by popularity alone on Goodreads-100 (the paper's level)
+# Accuracy, digits 64-512-10 against the paper's MNIST 784-512-10: our FedAvg sits 0.037 below the paper's, so
+# 0.05 admits the stand-in's offset and nothing near chance (0.10)
+DIGITS_TOL = 0.05
 
 
 def _smoke_ranking() -> FairConfig:
@@ -96,6 +102,18 @@ def _label(row, metric: str) -> str:
     return f"{row['method']}{cap} {metric}"
 
 
+def _value_row(quantity: str, paper: float, ours: float, tol: float | None, note: str = "") -> dict:
+    """One printed value: a number checked at `tol`, or shown (tol None: another dataset than the paper's). N/A on
+    either side is a claim: the scheme runs exactly where the paper's runs."""
+    if math.isnan(paper) or math.isnan(ours):
+        return {"quantity": quantity, "paper": paper, "ours": ours, "ok": math.isnan(paper) and math.isnan(ours),
+                "kind": "claim", "note": "N/A exactly where the paper has N/A"}
+    if tol is None:
+        return {"quantity": quantity, "paper": paper, "ours": ours, "ok": None, "kind": "shown", "note": note}
+    return {"quantity": quantity, "paper": paper, "ours": ours, "ok": bool(abs(ours - paper) <= tol),
+            "kind": "number", "note": note or f"|ours - paper| <= {tol}"}
+
+
 def _paper_value(paper: pd.DataFrame, metric: str, **match) -> float:
     sel = paper
     for k, v in match.items():
@@ -114,25 +132,32 @@ def _t2_rows(dataset: str, size: str) -> list[tuple]:
     return rows
 
 
-def _t2_compare(paper_set: str, headline: bool):
+def _het_above(ours: pd.DataFrame, pp: pd.DataFrame, metric: str, cap: str, other: str, lower: bool = False) -> dict:
+    """The paper's claim "FAIR-HET has superior quality over <other>" at one scheme, as stated: strictly better."""
+    get = lambda df, col, m: _paper_value(df, col, capacity=cap, method=m)  # noqa: E731
+    het, oth = get(ours, metric, "FAIR-HET"), get(ours, metric, other)
+    sign = -1 if lower else 1  # MSE: lower is better
+    return {"quantity": f"FAIR-HET - {other} {metric.upper()} at {cap}", "paper": get(pp, metric, "FAIR-HET")
+            - get(pp, metric, other), "ours": het - oth, "ok": bool(sign * (het - oth) > 0), "kind": "claim",
+            "note": f"FAIR-HET {'below' if lower else 'above'} {other}"}
+
+
+def _t2_compare(paper_set: str, same_data: bool):
     def compare(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
         pp = paper[paper["dataset"] == paper_set]
-        out = []
-        for _, r in ours.iterrows():
-            pv = _paper_value(pp, "ndcg", capacity=r["capacity"], method=r["method"])
-            ok, note = None, ""
-            if r["method"] == "FedHM":
-                ok, note = bool(math.isnan(r["ndcg"]) == math.isnan(pv)), "N/A where the paper has N/A"
-            elif headline and (r["method"] == "FedAvg" or (r["method"] == "FAIR-HET" and r["capacity"] == "1x-2x")):
-                ok, note = bool(abs(r["ndcg"] - pv) <= HEADLINE_TOL), f"|ours - paper| <= {HEADLINE_TOL}"
-            out.append({"quantity": _label(r, "NDCG@20"), "paper": pv, "ours": r["ndcg"],
-                        "ok": ok, "note": note})
+        tol = HEADLINE_TOL if same_data else None
+        out = [_value_row(_label(r, "NDCG@20"), _paper_value(pp, "ndcg", capacity=r["capacity"], method=r["method"]),
+                          r["ndcg"], tol, "" if same_data else "AmazonProduct-100 in the paper, ML-1M-100 here")
+               for _, r in ours.iterrows()]
+        if same_data:  # the level the paper's FedAvg and FAIR-HET rows sit at, for the reader
+            out.append({"quantity": "popularity alone (no training) NDCG@20", "paper": math.nan,
+                        "ours": POPULARITY_GOODREADS, "ok": None, "kind": "shown",
+                        "note": "reference: within 0.003 of the paper's FedAvg"})
+        # "FAIR-HET has superior quality over FAIR-HOM and FEDHM baselines across different capacity schemes"
         for cap in RANK_SCHEMES:
-            het = ours[(ours.capacity == cap) & (ours.method == "FAIR-HET")]["ndcg"].iloc[0]
-            hom = ours[(ours.capacity == cap) & (ours.method == "FAIR-HOM")]["ndcg"].iloc[0]
-            out.append({"quantity": f"FAIR-HET - FAIR-HOM at {cap}", "paper": _paper_value(pp, "ndcg", capacity=cap,
-                        method="FAIR-HET") - _paper_value(pp, "ndcg", capacity=cap, method="FAIR-HOM"),
-                        "ours": het - hom, "ok": bool(het >= hom - 0.002), "note": "HET >= HOM (0.002 slack)"})
+            out.append(_het_above(ours, pp, "ndcg", cap, "FAIR-HOM"))
+            if not math.isnan(_paper_value(ours, "ndcg", capacity=cap, method="FedHM")):
+                out.append(_het_above(ours, pp, "ndcg", cap, "FedHM"))
         return pd.DataFrame(out)
     return compare
 
@@ -151,10 +176,11 @@ def _t2_card(dataset: str, paper_set: str, title_set: str, notes: tuple[str, ...
         plot_fn=lambda ours, paper: FP.table_bars(ours, paper[paper["dataset"] == paper_set], "ndcg"),
         compare_fn=_t2_compare(paper_set, dataset == "goodreads-100"),
         tolerance=HEADLINE_TOL if dataset == "goodreads-100" else None,
-        tolerance_text=(f"FedAvg and FAIR-HET 1x-2x within {HEADLINE_TOL} NDCG@20 of the paper; FAIR-HET >= FAIR-HOM "
-                        "in every scheme; FedHM N/A exactly where the paper has N/A" if dataset == "goodreads-100"
-                        else "shape only (the paper's column is AmazonProduct-100): FAIR-HET >= FAIR-HOM in every "
-                             "scheme; FedHM N/A from 8x (d = 8)"),
+        tolerance_text=(f"every printed NDCG@20 within {HEADLINE_TOL} of the paper's (three times its std < 0.005; "
+                        f"popularity alone scores {POPULARITY_GOODREADS}); FAIR-HET above FAIR-HOM and FedHM in every "
+                        "scheme; FedHM N/A exactly where the paper has N/A" if dataset == "goodreads-100"
+                        else "claims only (the paper's column is AmazonProduct-100, its values are shown): FAIR-HET "
+                             "above FAIR-HOM and FedHM in every scheme; FedHM N/A exactly where the paper has N/A"),
         expected="FAIR-HET about FedAvg in every scheme; FAIR-HOM falls as the smallest capacity shrinks; FedHM "
                  "close to FAIR-HET at 2x and 4x and N/A from 8x (a rank-k table cannot go below k = 2 of d = 8).",
         columns=("capacity", "method", "ndcg", "round_best"), notes=notes,
@@ -171,18 +197,19 @@ def _t3_rows(dataset: str, size: str) -> list[tuple]:
     return rows
 
 
-def _t3_compare(paper_set: str):
+def _t3_compare(paper_set: str, same_data: bool):
     def compare(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
         pp = paper[paper["dataset"] == paper_set]
-        out = []
-        for _, r in ours.iterrows():
-            out.append({"quantity": f"{r['method']} with {r['share_1x']:.0%} at 1x", "ours": r["ndcg"], "ok": None,
-                        "paper": _paper_value(pp, "ndcg", share_1x=r["share_1x"], method=r["method"]), "note": ""})
+        tol = HEADLINE_TOL if same_data else None
+        out = [_value_row(f"{r['method']} with {r['share_1x']:.0%} at 1x",
+                          _paper_value(pp, "ndcg", share_1x=r["share_1x"], method=r["method"]), r["ndcg"], tol,
+                          "" if same_data else "AmazonProduct-100 in the paper, ML-1M-100 here")
+               for _, r in ours.iterrows()]
         get = lambda s, m: ours[(ours.share_1x == s) & (ours.method == m)]["ndcg"].iloc[0]  # noqa: E731
         gap = get(0.01, "FAIR-HET") - get(0.01, "FULL-TRN")
         out.append({"quantity": "FAIR-HET - FULL-TRN with 1% at 1x", "paper": _paper_value(pp, "ndcg", share_1x=0.01,
                     method="FAIR-HET") - _paper_value(pp, "ndcg", share_1x=0.01, method="FULL-TRN"), "ours": gap,
-                    "ok": bool(gap >= 0.05), "note": "far above: >= 0.05"})
+                    "ok": bool(gap >= 0.05), "kind": "claim", "note": "far above: >= 0.05"})
         return pd.DataFrame(out)
     return compare
 
@@ -202,9 +229,11 @@ def _t3_card(dataset: str, paper_set: str, title_set: str, notes: tuple[str, ...
                                                   paper[paper["dataset"] == paper_set].assign(
                                                       share=lambda p: p["share_1x"].map("{:.0%}".format)),
                                                   "ndcg", x="share"),
-        compare_fn=_t3_compare(paper_set), tolerance=None,
-        tolerance_text=("shape: FAIR-HET far above FULL-TRN (>= 0.05 NDCG@20) when 1% of the devices hold the full "
-                        "model"),
+        compare_fn=_t3_compare(paper_set, dataset == "goodreads-100"),
+        tolerance=HEADLINE_TOL if dataset == "goodreads-100" else None,
+        tolerance_text=((f"every printed NDCG@20 within {HEADLINE_TOL} of the paper's (as Table 2); " if dataset ==
+                         "goodreads-100" else "the paper's values shown (AmazonProduct-100); ")
+                        + "FAIR-HET far above FULL-TRN (>= 0.05 NDCG@20) when 1% of the devices hold the full model"),
         expected="FULL-TRN collapses when only 1% of the devices (one user) can hold the full model; FAIR-HET keeps "
                  "every device's data at 2x and stays near FedAvg for every share.",
         columns=("share_1x", "method", "ndcg", "round_best"), notes=notes, paper_ref="Table 3", dataset=dataset)
@@ -225,17 +254,15 @@ def _t4_compare(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
     out = []
     for _, r in ours.iterrows():
         pv = _paper_value(paper, "mse", capacity=r["capacity"], method=r["method"])
-        ok = bool(math.isnan(r["mse"]) == math.isnan(pv)) if r["method"] == "FedHM" else None
-        out.append({"quantity": _label(r, "MSE"), "paper": pv, "ours": r["mse"], "ok": ok,
-                    "note": ("N/A where the paper has N/A" if ok is not None
-                             else "Goodreads in the paper, ML-100K here")})
+        if r["method"] == "FedAvg" and math.isnan(pv):  # not in Table 4: our reference row
+            out.append({"quantity": _label(r, "MSE"), "paper": pv, "ours": r["mse"], "ok": None, "kind": "shown",
+                        "note": "reference (not in Table 4)"})
+            continue
+        out.append(_value_row(_label(r, "MSE"), pv, r["mse"], None, "Goodreads in the paper, ML-100K here"))
     for cap in RATING_SCHEMES:
-        het = ours[(ours.capacity == cap) & (ours.method == "FAIR-HET")]["mse"].iloc[0]
-        hom = ours[(ours.capacity == cap) & (ours.method == "FAIR-HOM")]["mse"].iloc[0]
-        out.append({"quantity": f"FAIR-HOM - FAIR-HET MSE at {cap}",
-                    "paper": _paper_value(paper, "mse", capacity=cap, method="FAIR-HOM")
-                    - _paper_value(paper, "mse", capacity=cap, method="FAIR-HET"),
-                    "ours": hom - het, "ok": bool(het <= hom + 0.002), "note": "HET <= HOM (0.002 slack)"})
+        out.append(_het_above(ours, paper, "mse", cap, "FAIR-HOM", lower=True))
+        if not math.isnan(_paper_value(ours, "mse", capacity=cap, method="FedHM")):
+            out.append(_het_above(ours, paper, "mse", cap, "FedHM", lower=True))
     return pd.DataFrame(out)
 
 
@@ -254,13 +281,18 @@ def _t5_compare(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
     pp = paper[paper["dataset"] == "mnist"]
     out = []
     for _, r in ours.iterrows():
-        out.append({"quantity": _label(r, "accuracy"), "ours": r["accuracy"], "ok": None,
-                    "paper": _paper_value(pp, "accuracy", capacity=r["capacity"], method=r["method"]),
-                    "note": "MNIST 784-512-10 in the paper, 8x8 digits 64-512-10 here"})
+        pv = _paper_value(pp, "accuracy", capacity=r["capacity"], method=r["method"])
+        if math.isnan(r["accuracy"]) and not math.isnan(pv):  # FedHM: digits' 64 inputs leave no room (notes)
+            out.append({"quantity": _label(r, "accuracy"), "paper": pv, "ours": r["accuracy"], "ok": None,
+                        "kind": "shown", "note": "N/A here: the digits' 64-value input layer (see notes)"})
+            continue
+        out.append(_value_row(_label(r, "accuracy"), pv, r["accuracy"], DIGITS_TOL,
+                              f"|ours - paper| <= {DIGITS_TOL} (digits here, MNIST in the paper)"))
     for cap in DIGIT_SCHEMES:
         het = ours[(ours.capacity == cap) & (ours.method == "FAIR-HET")]["accuracy"].iloc[0]
         hom = ours[(ours.capacity == cap) & (ours.method == "FAIR-HOM")]["accuracy"].iloc[0]
         out.append({"quantity": f"FAIR-HET - FAIR-HOM at {cap}", "ours": het - hom, "ok": bool(het >= hom - 0.01),
+                    "kind": "claim",
                     "paper": _paper_value(pp, "accuracy", capacity=cap, method="FAIR-HET")
                     - _paper_value(pp, "accuracy", capacity=cap, method="FAIR-HOM"),
                     "note": "HET >= HOM within 0.01 (the paper has HOM ahead by 0.0007 at 2x-4x)"})
@@ -284,10 +316,11 @@ def _t6_compare(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
         i = ours[(ours.capacity == cap) & (ours.subspaces == "inconsistent")]["accuracy"].iloc[0]
         pc = _paper_value(paper, "accuracy", capacity=cap, subspaces="consistent")
         pi = _paper_value(paper, "accuracy", capacity=cap, subspaces="inconsistent")
-        out += [{"quantity": f"consistent {cap}", "paper": pc, "ours": c, "ok": None, "note": ""},
-                {"quantity": f"inconsistent {cap}", "paper": pi, "ours": i, "ok": None, "note": ""},
+        note = f"|ours - paper| <= {DIGITS_TOL} (digits here, MNIST in the paper)"
+        out += [_value_row(f"consistent {cap}", pc, c, DIGITS_TOL, note),
+                _value_row(f"inconsistent {cap}", pi, i, DIGITS_TOL, note),
                 {"quantity": f"consistent - inconsistent {cap}", "paper": pc - pi, "ours": c - i,
-                 "ok": bool(c - i >= 0.03), "note": "far above: >= 0.03"}]
+                 "ok": bool(c > i), "kind": "claim", "note": "consistent above inconsistent"}]
     return pd.DataFrame(out)
 
 
@@ -334,7 +367,8 @@ def _fig4_compare(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
         c = part[part.subspaces == "consistent"]["metric"].max()
         i = part[part.subspaces == "inconsistent"]["metric"].max()
         out.append({"quantity": f"{panel}: best consistent - best inconsistent", "paper": math.nan, "ours": c - i,
-                    "ok": bool(c > i), "note": "consistent above inconsistent (Fig. 4 is an image: no numbers)"})
+                    "ok": bool(c > i), "kind": "claim",
+                    "note": "consistent above inconsistent (Fig. 4 is an image: no numbers)"})
     return pd.DataFrame(out)
 
 
@@ -355,17 +389,19 @@ def _tradeoff_compare(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
     het = float(ours[ours.strategy == "FAIR-HET"]["metric"].iloc[0])
     fixed = ours[ours.strategy == "one model size"]
     return pd.DataFrame([{"quantity": f"{int(r.model_ratio)}x model, {r.devices_share:.0%} of devices",
-                          "paper": math.nan, "ours": r.metric, "ok": None, "note": ""} for r in fixed.itertuples()]
+                          "paper": math.nan, "ours": r.metric, "ok": None, "kind": "shown", "note": ""}
+                         for r in fixed.itertuples()]
                         + [{"quantity": "FAIR-HET, every device", "paper": math.nan, "ours": het,
-                            "ok": bool(het >= fixed["metric"].max() - 0.005),
-                            "note": "FAIR-HET at least the best single model size (0.005 slack)"}])
+                            "ok": bool(het > fixed["metric"].max()), "kind": "claim",
+                            "note": "FAIR-HET above the best single model size (the paper: above the whole curve)"}])
 
 
 # --- registration ---------------------------------------------------------------------------------------
 GR_NOTES = (
     "Goodreads-100 is the authors' own file (their train/test split, 99 users, 359,014 item ids); NDCG@20 over all "
-    "items not in the user's training list, as their code. Ranking by popularity alone scores 0.2753 here: the "
-    "paper's 0.276-0.278 are at that level.",
+    f"items not in the user's training list, as their code. Ranking by popularity alone scores {POPULARITY_GOODREADS} "
+    "here: the paper's 0.276-0.278 are at that level, so those rows alone cannot tell a trained model from popularity "
+    "(the FAIR-HOM rows and the FAIR-HET claims can).",
     f"{GOODREADS['rounds']} rounds with Adam lr {GOODREADS['lr']} (lazy Adam on the tables), evaluation every 10 "
     "rounds, best value reported (the paper: up to 1000 rounds with early stopping, lr best of 1..1e-4).",
     "Tables hashed by rows (blocks of d = 8 values, as the ROBE/ROAST mappings of the paper's experiments), sizes "
@@ -391,8 +427,9 @@ def _register() -> None:
             kind="table", paper=P.TABLE4, configs=lambda size: _configs(_t4_rows(size)),
             compute_fn=lambda size, progress: _run_rows(_t4_rows(size), "mse", progress),
             plot_fn=lambda ours, paper: FP.table_bars(ours, paper, "mse"), compare_fn=_t4_compare, tolerance=None,
-            tolerance_text="shape: FAIR-HET <= FAIR-HOM (MSE) in every scheme; FedHM N/A exactly where the paper has "
-                           "N/A (ratios >= d = 32)",
+            tolerance_text="claims only (Goodreads in the paper, ML-100K here: values shown): FAIR-HET below FAIR-HOM "
+                           "and FedHM (MSE) in every scheme; FedHM N/A exactly where the paper has N/A (ratios >= "
+                           "d = 32)",
             expected="FAIR-HET below FAIR-HOM in every scheme, more so with three tiers; FedHM worse than FAIR-HET "
                      "where it runs and N/A from 32x.",
             columns=("capacity", "method", "mse", "round_best"),
@@ -410,7 +447,9 @@ def _register() -> None:
             compute_fn=lambda size, progress: _run_rows(_t5_rows(size), "accuracy", progress),
             plot_fn=lambda ours, paper: FP.table_bars(ours, paper[paper["dataset"] == "mnist"], "accuracy"),
             compare_fn=_t5_compare, tolerance=None,
-            tolerance_text="shape: FAIR-HET >= FAIR-HOM - 0.01 in every scheme; FAIR-HET runs where FedHM cannot",
+            tolerance_text=(f"every printed accuracy within {DIGITS_TOL} of the paper's (digits here, MNIST there: "
+                            f"our FedAvg is 0.037 below; chance is 0.10); FAIR-HET >= FAIR-HOM - 0.01 in every "
+                            "scheme"),
             expected="All methods near FedAvg at 2x-4x; at 64x FedHM cannot run and FAIR still trains every device.",
             columns=("capacity", "method", "accuracy", "round_best"),
             notes=("scikit-learn digits (8x8) instead of MNIST: the MLP is 64-512-10 (38,410 parameters, FAIR hashes "
@@ -427,8 +466,10 @@ def _register() -> None:
             compute_fn=lambda size, progress: _run_rows(_t6_rows(size), "accuracy", progress),
             plot_fn=lambda ours, paper: FP.table_bars(ours, paper, "accuracy", color="subspaces"),
             compare_fn=_t6_compare, tolerance=None,
-            tolerance_text="shape: consistent above inconsistent by >= 0.03 accuracy in every setting",
-            expected="Inconsistent subspaces (a different hash per device) learn far worse, homogeneous or not.",
+            tolerance_text=(f"every printed accuracy within {DIGITS_TOL} of the paper's (as Table 5), inconsistent "
+                            "rows included; consistent above inconsistent in every setting"),
+            expected=("Inconsistent subspaces (a different hash per device) learn worse, homogeneous or not: the "
+                      "paper's 0.75-0.90 against 0.96-0.98."),
             columns=("subspaces", "capacity", "accuracy", "round_best"),
             notes=("Digits 64-512-10 instead of MNIST 784-512-10; see the Table 5 card.",),
             paper_ref="Table 6", dataset="digits"),
@@ -454,7 +495,7 @@ def _register() -> None:
             configs=lambda size: tradeoff_configs(_ranking("ml-1m-100", size), TRADEOFF_SCHEME),
             compute_fn=_tradeoff_compute, plot_fn=lambda ours, paper: FP.tradeoff(ours),
             compare_fn=_tradeoff_compare, tolerance=None,
-            tolerance_text="shape: FAIR-HET at least the best single model size",
+            tolerance_text="shape: FAIR-HET above the best single model size",
             expected="One model size for all who can hold it: the full model keeps a quarter of the devices, the 8x "
                      "model all of them; FAIR-HET, every device at its own size, above the whole curve (the paper).",
             columns=("strategy", "model_ratio", "devices_share", "metric"),
