@@ -101,3 +101,27 @@ def mount_mismatches(at, least: int = 5) -> list:
     widgets = list(_widgets(at.sidebar)) + list(_widgets(at.main))
     assert len(widgets) >= least, f"the page drew {len(widgets)} keyed widgets, fewer than {least}"
     return [(el.key, _mounted(el), _current(el)) for el in widgets if _mounted(el) != _current(el)]
+
+
+# --- the second command's scheduling (`-n 4 --dist loadgroup`, README) ----------------------------------------------
+# Its tests mostly wait on a browser, so it runs four workers on two cores. The ones that load the cores stay one
+# worker's each, one test at a time: the MiniLM trainings, and the Flower / Ray deployments, whose local Ray clusters
+# must not start side by side. Groups go first (the scheduler takes the largest first), then the longest sweeps.
+HEAVY_GROUPS = {"minilm": lambda item: item.get_closest_marker("minilm") is not None,
+                "deployments": lambda item: item.path.name == "test_scale.py"}
+LONG_FIRST = ("explorer", "completion", "gist", "flalgos", "privacy")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which names each test's group from these marks
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for group, member in HEAVY_GROUPS.items():
+            if member(item):
+                item.add_marker(pytest.mark.xdist_group(group))
+                break
+
+    def rank(item):
+        name = item.callspec.params.get("name") if hasattr(item, "callspec") else None
+        return LONG_FIRST.index(name) if "sweep" in item.path.name and name in LONG_FIRST else len(LONG_FIRST)
+
+    items.sort(key=rank)  # stable: the rest keep their order

@@ -1,8 +1,7 @@
 """The classroom sweep of the lab's own pages (Explorer, Compare, Encryption, Paper figures): every slider and select
 box changed five times in a row in a real browser (`test_browser.sweep_every_control`).
 
-Part of the classroom command (`-m classroom`). The topic pages' half is test_browser_sweep_topics.py: CI's workers
-take a file each, so the two halves, about 20 min each on a 2-core machine, run at the same time.
+Part of CI's second command, whose four workers take a page each (the longest first: tests/conftest.py).
 """
 import pytest
 

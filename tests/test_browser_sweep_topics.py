@@ -1,8 +1,7 @@
 """The classroom sweep of the topics' pages (FAIR, STTFedRec, FELLRec, the course reports' pages): every slider and
 select box changed five times in a row in a real browser (`test_browser.sweep_every_control`).
 
-Part of the classroom command (`-m classroom`). The lab pages' half is test_browser_sweep_lab.py: CI's workers take a
-file each, so the two halves, about 20 min each on a 2-core machine, run at the same time.
+Part of CI's second command, whose four workers take a page each (the longest first: tests/conftest.py).
 """
 import pytest
 
