@@ -104,22 +104,29 @@ def mount_mismatches(at, least: int = 5) -> list:
 
 
 # --- the second command's scheduling (`-n 4 --dist loadgroup`, README) ----------------------------------------------
-# Its tests mostly wait on a browser, so it runs four workers on two cores. The ones that load the cores stay one
-# worker's each, one test at a time: the MiniLM trainings, and the Flower / Ray deployments, whose local Ray clusters
-# must not start side by side. Groups go first (the scheduler takes the largest first), then the longest sweeps.
-HEAVY_GROUPS = {"minilm": lambda item: item.get_closest_marker("minilm") is not None,
-                "deployments": lambda item: item.path.name == "test_scale.py"}
+# Its tests mostly wait on a browser, so it runs four workers on two cores. The browser sweeps and the chart-layout
+# checks go out a test (a page) at a time, the longest sweeps first; every other file stays on one worker, a test at
+# a time (the Flower / Ray deployments: local Ray clusters must not start side by side; the MiniLM cards of
+# test_figures.py). pytest 9 keeps a test's id out of xdist's reach, so the `xdist_group` mark does nothing here and
+# this scheduler stands in for it.
+PAGE_A_TEST = {"test_browser_sweep_lab.py", "test_browser_sweep_topics.py", "test_browser_layout.py"}
 LONG_FIRST = ("explorer", "completion", "gist", "flalgos", "privacy")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own, which names each test's group from these marks
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        for group, member in HEAVY_GROUPS.items():
-            if member(item):
-                item.add_marker(pytest.mark.xdist_group(group))
-                break
+def pytest_xdist_make_scheduler(config, log):
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
 
+    class PageATest(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return nodeid if Path(path).name in PAGE_A_TEST else path
+
+    return PageATest(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
     def rank(item):
         name = item.callspec.params.get("name") if hasattr(item, "callspec") else None
         return LONG_FIRST.index(name) if "sweep" in item.path.name and name in LONG_FIRST else len(LONG_FIRST)
