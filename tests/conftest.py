@@ -103,12 +103,11 @@ def mount_mismatches(at, least: int = 5) -> list:
     return [(el.key, _mounted(el), _current(el)) for el in widgets if _mounted(el) != _current(el)]
 
 
-# --- the second command's scheduling (`-n 4 --dist loadgroup`, README) ----------------------------------------------
-# Its tests mostly wait on a browser, so it runs four workers on two cores. The browser sweeps and the chart-layout
-# checks go out a test (a page) at a time, the longest sweeps first; every other file stays on one worker, a test at
-# a time (the Flower / Ray deployments: local Ray clusters must not start side by side; the MiniLM cards of
-# test_figures.py). pytest 9 keeps a test's id out of xdist's reach, so the `xdist_group` mark does nothing here and
-# this scheduler stands in for it.
+# --- the second command's scheduling (`--dist loadgroup`, README) -------------------------------------------------
+# The browser sweeps and the chart-layout checks go out a test (a page) at a time, the longest sweeps first, so the
+# two workers finish together; every other file stays on one worker, a test at a time (the Flower / Ray deployments:
+# local Ray clusters must not start side by side). pytest 9 keeps a test's id out of xdist's reach, so the
+# `xdist_group` mark does nothing here and this scheduler stands in for it.
 PAGE_A_TEST = {"test_browser_sweep_lab.py", "test_browser_sweep_topics.py", "test_browser_layout.py"}
 LONG_FIRST = ("explorer", "completion", "gist", "flalgos", "privacy")
 
