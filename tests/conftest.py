@@ -102,32 +102,3 @@ def mount_mismatches(at, least: int = 5) -> list:
     assert len(widgets) >= least, f"the page drew {len(widgets)} keyed widgets, fewer than {least}"
     return [(el.key, _mounted(el), _current(el)) for el in widgets if _mounted(el) != _current(el)]
 
-
-# --- the second command's scheduling (`--dist loadgroup`, README) -------------------------------------------------
-# The browser sweeps and the chart-layout checks go out a test (a page) at a time, the longest sweeps first, so the
-# two workers finish together; every other file stays on one worker, a test at a time (the Flower / Ray deployments:
-# local Ray clusters must not start side by side). pytest 9 keeps a test's id out of xdist's reach, so the
-# `xdist_group` mark does nothing here and this scheduler stands in for it.
-PAGE_A_TEST = {"test_browser_sweep_lab.py", "test_browser_sweep_topics.py", "test_browser_layout.py"}
-LONG_FIRST = ("explorer", "completion", "gist", "flalgos", "privacy")
-
-
-def pytest_xdist_make_scheduler(config, log):
-    if config.getoption("dist") != "loadgroup":
-        return None
-    from xdist.scheduler import LoadScopeScheduling
-
-    class PageATest(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return nodeid if Path(path).name in PAGE_A_TEST else path
-
-    return PageATest(config, log)
-
-
-def pytest_collection_modifyitems(config, items):
-    def rank(item):
-        name = item.callspec.params.get("name") if hasattr(item, "callspec") else None
-        return LONG_FIRST.index(name) if "sweep" in item.path.name and name in LONG_FIRST else len(LONG_FIRST)
-
-    items.sort(key=rank)  # stable: the rest keep their order

@@ -525,7 +525,7 @@ def classroom_pages(core: bool) -> list:
 
 def sweep_every_control(server, page, name: str, path: str) -> None:
     """The classroom sweep of one page (`-m classroom`, run by CI after the default suite; its tests are in
-    test_browser_sweep_lab.py and test_browser_sweep_topics.py, a page a test): every slider and select box of the page, the ones in expanders, tabs
+    test_browser_sweep_lab.py and test_browser_sweep_topics.py, which CI's two workers run at once): every slider and select box of the page, the ones in expanders, tabs
     and those another choice shows included, changed five times in a row. Each value sticks, each change reaches
     the link, and the control is put back before the next one so every control is tried from the page's own
     view. Then the final view comes back from its link."""

@@ -1,7 +1,8 @@
 """The classroom sweep of the topics' pages (FAIR, STTFedRec, FELLRec, the course reports' pages): every slider and
 select box changed five times in a row in a real browser (`test_browser.sweep_every_control`).
 
-Part of CI's second command, whose four workers take a page each (the longest first: tests/conftest.py).
+Part of CI's second command (`-m classroom`); the other half is test_browser_sweep_lab.py. CI's workers take a file each,
+so the two halves run at the same time.
 """
 import pytest
 
