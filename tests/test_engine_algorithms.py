@@ -158,3 +158,55 @@ def test_a_pull_that_would_overshoot_is_refused_before_training_and_a_divergence
     Simulation(RunConfig(method="colr", prox_mu=0.9, **FAST), tiny)  # below the bound: accepted
     with pytest.raises(DivergedError, match=r"round \d+: the run diverged .*: lower lr \(now 1000\)"):
         run(RunConfig(method="fedmf", lr=1000.0, **FAST), data=tiny, use_cache=False, progress=False)
+
+
+# --- the algorithms' hooks (fed/algorithms) ------------------------------------------------------------------------
+@pytest.mark.parametrize("fields, name", [({}, "FedAvg"), ({"prox_mu": 0.1}, "FedProx"),
+                                          ({"scaffold": True}, "Scaffold"), ({"qffl_q": 1.0}, "QFFL"),
+                                          ({"personalization": "pfedme"}, "PFedMe"),
+                                          ({"personalization": "perfedavg"}, "PerFedAvg"),
+                                          ({"personalization": "ditto"}, "FedAvg"),
+                                          ({"personalization": "ditto", "prox_mu": 0.1}, "FedProx")])
+def test_each_config_runs_one_global_algorithm(fields, name):
+    from labcore.fed.algorithms import algorithm_class
+
+    assert algorithm_class(RunConfig(method="fedmf", aggregation="weighted", **fields)).__name__ == name
+
+
+def test_the_round_names_no_algorithm():
+    """`Simulation.step` and the uplink it calls are the round's protocol: what an algorithm changes is in its
+    hooks (fed/algorithms), so no branch of theirs reads an algorithm's setting."""
+    import ast
+    import inspect
+    import textwrap
+
+    settings = {"scaffold", "qffl_q", "prox_mu", "personalization", "pfedme_steps", "pfedme_lambda", "ditto_lambda",
+                "apfl_alpha", "perfedavg_alpha", "qffl_lipschitz", "variates"}
+    for fn in (Simulation.step, Simulation._uplink, Simulation._times, Simulation.state, Simulation.load_state):
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        read = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        assert not read & settings, (fn.__name__, read & settings)
+
+
+def test_an_algorithm_of_ones_own_overrides_one_hook(tiny):
+    """A student's algorithm: FedAvg with every client weighted equally, one hook overridden. It changes the run,
+    and with the FedAvg weights handed back it gives FedAvg's numbers bit for bit."""
+    from labcore.fed.algorithms import FedAvg
+
+    class EqualWeights(FedAvg):
+        def weigh(self, weights, decoded):
+            return torch.full_like(weights, 1.0 / len(weights))
+
+    class SameWeights(FedAvg):
+        def weigh(self, weights, decoded):
+            return weights
+
+    cfg = RunConfig(method="fedmf", aggregation="weighted", **FAST)
+    runs = {}
+    for name, algo in (("fedavg", None), ("same", SameWeights), ("equal", EqualWeights)):
+        sim = Simulation(cfg, tiny, algorithm=algo)
+        for _ in range(3):
+            sim.step()
+        runs[name] = sim.Q
+    assert torch.equal(runs["fedavg"], runs["same"])
+    assert not torch.equal(runs["fedavg"], runs["equal"])

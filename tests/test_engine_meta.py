@@ -82,7 +82,7 @@ def test_pfedme_and_per_fedavg_run_on_the_engine_and_report_personal_quality(tin
         assert not torch.equal(sims[k].Q, plain.Q)  # they train the global update their own way
         assert r["bytes_up"] > 0 and "hr_personal" not in a
     trained = S.round_clients("uniform", tiny.n_users, 8, 0, 0)
-    V = sims["pfedme"].personal.V
+    V = sims["pfedme"].algorithm.models.V
     assert not torch.equal(V[trained[0]], V[np.setdiff1d(np.arange(tiny.n_users), trained)[0]])
 
 

@@ -95,7 +95,7 @@ def test_ditto_leaves_the_global_model_and_the_wire_as_fedavg_and_reports_person
     assert plain.ledger.frame().equals(ditto.ledger.frame())  # nothing personal leaves the device
     assert b["hr"] == a["hr"] and 0.0 <= b["hr_personal"] <= 1.0 and "hr_personal" not in a
     trained = S.round_clients("uniform", tiny.n_users, 8, 0, 0)
-    assert not torch.equal(ditto.personal.V[trained[0]], ditto.personal.V[np.setdiff1d(np.arange(tiny.n_users),
+    assert not torch.equal(ditto.personal.models.V[trained[0]], ditto.personal.models.V[np.setdiff1d(np.arange(tiny.n_users),
                                                                                          trained)[0]])
 
 

@@ -9,7 +9,8 @@ from conftest import assert_a_stopped_run_resumes
 from labcore.config import ConfigError, RunConfig
 from labcore.fed import sampling as S
 from labcore.fed.aggregate import fedavg_weights
-from labcore.fed.engine import Simulation, client_losses, qffl_weights, run
+from labcore.fed.algorithms.qffl import client_losses, qffl_weights
+from labcore.fed.engine import Simulation, run
 from oracles.fed_loop import train_clients_loop
 
 FAST = dict(method="fedmf", aggregation="weighted", clients_per_round=8, local_epochs=2, batch_size=16, dim=8,
@@ -18,7 +19,7 @@ FAST = dict(method="fedmf", aggregation="weighted", clients_per_round=8, local_e
 
 def _dense_variates(sim) -> torch.Tensor:
     """Every user's c_i as a dense (n_users, N, d) table (zero for a user who never trained)."""
-    v = sim.variates
+    v = sim.algorithm.variates
     out = torch.zeros(v.n_users, v.n_items, v.dim)
     for u in range(v.n_users):
         if v.items[u] is not None:
@@ -31,7 +32,7 @@ def _reference_round(sim):
     cfg, t, data = sim.cfg, sim.round, sim.data
     clients = S.round_clients(cfg.client_schedule, data.n_users, cfg.clients_per_round, cfg.seed, t)
     plan = S.plan_round(data, sim.sampler, clients, cfg.num_negatives, cfg.local_epochs, cfg.batch_size, cfg.seed, t)
-    x, c, ci = sim.Q.clone(), sim.variates.c.clone(), _dense_variates(sim)[clients]
+    x, c, ci = sim.Q.clone(), sim.algorithm.variates.c.clone(), _dense_variates(sim)[clients]
     local = train_clients_loop(x, sim.P[clients], plan, cfg.lr, cfg.weight_decay, correction=c[None] - ci)
     K = torch.from_numpy(plan.n_steps).to(torch.float32)[:, None, None]  # the steps each client took
     ci_new = ci - c[None] - local.update / (K * cfg.lr)  # + (x - y_i) / (K lr), with y_i - x = update
@@ -44,7 +45,7 @@ def _reference_round(sim):
 def test_scaffold_rounds_equal_the_dense_reference_of_the_paper(tiny):
     sim = Simulation(RunConfig(scaffold=True, client_schedule="rotating", **FAST), tiny)
     sim.keep_view = True
-    assert torch.count_nonzero(sim.variates.c) == 0 and sim.variates.stored_rows() == 0  # variates start at zero
+    assert torch.count_nonzero(sim.algorithm.variates.c) == 0 and sim.algorithm.variates.stored_rows() == 0  # variates start at zero
     assert len(set(S.plan_round(tiny, sim.sampler, np.arange(8), 4, 2, 16, 0, 0).n_steps.tolist())) > 1  # K varies
     for _ in range(4):  # rotating 8 a round: clients come back with the variates they kept
         clients, local, ci, ci_new, x_new, c_new = _reference_round(sim)
@@ -54,10 +55,10 @@ def test_scaffold_rounds_equal_the_dense_reference_of_the_paper(tiny):
         assert torch.allclose(up["delta_y"].dense(), local.update.reshape(M, -1), rtol=0, atol=2e-6)
         assert torch.allclose(up["delta_c"].dense(), (ci_new - ci).reshape(M, -1), rtol=0, atol=2e-5)
         assert torch.allclose(_dense_variates(sim)[clients], ci_new, rtol=0, atol=2e-5)
-        assert torch.allclose(sim.variates.c, c_new, rtol=0, atol=1e-6)
+        assert torch.allclose(sim.algorithm.variates.c, c_new, rtol=0, atol=1e-6)
         assert torch.allclose(sim.Q, x_new, rtol=0, atol=2e-6)
         assert torch.allclose(sim.P[clients], local.p, rtol=0, atol=2e-6)
-    assert torch.count_nonzero(sim.variates.c) > 0 and sim.round == 4
+    assert torch.count_nonzero(sim.algorithm.variates.c) > 0 and sim.round == 4
 
 
 def test_the_correction_pulls_the_drift_the_right_way(tiny):

@@ -43,11 +43,9 @@ from ..results import ROUND_COLUMNS, Result, write_atomic
 from . import sampling as S
 from . import dropout, robust, server_opt, stragglers
 from .aggregate import aggregate, fedavg_weights
-from .local_train import LocalResult, RowUpdate, train_cohort, train_cohort_readable
+from .algorithms import algorithm_class, personalization_class
+from .local_train import LocalResult, RowUpdate, train_cohort
 from .mods import item_mask_wire, quantize_wires, wire_values
-from .meta_train import perfedavg_quality, train_perfedavg, train_pfedme
-from .personal import PersonalModels
-from .scaffold import ControlVariates
 from .secure import make_secure_mod
 from .trainer_lock import one_trainer
 from .workspace import SAMPLE_ARRAYS, Workspace
@@ -176,10 +174,7 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
         off_rows = cfg.noisy_link("up")
         received = M * min(N, -(-min(k, cfg.quant_bucket) // d) + 1) * d * 4 if off_rows else 0
         est["Top-K message and its decode"] = M * k * 16 + rows * d * 4 * (2 if off_rows else 1) + received
-    if cfg.scaffold:  # every user's c_i by the rows it last touched (all users, not the cohort), the round's old
-        # and new variates of the cohort, and c with the round's dense sums
-        kept = int(np.minimum(data.train_counts().astype(np.int64) * (1 + cfg.num_negatives), N).sum())
-        est["SCAFFOLD's control variates"] = kept * (d * 4 + 4) + 3 * rows * (d * 4 + 8) + 4 * N * d * 4
+    est.update(algorithm_class(cfg).memory(cfg, data, rows))
     if cfg.quantized_by_rows():  # drawn for and dequantized by the held rows; the packed codes span whole tables
         est["packed codes of the quantized uplink"] = (M * int(packed_bytes(N * width, cfg.up_bits)) + rows * width * 4
                                                        + min(BLOCK_VALUES, rows * width) * 8
@@ -200,13 +195,12 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
 
 def sums_on_arrival(cfg: RunConfig) -> bool:
     """Plain FedMF: nothing but the server's sum reads a client's update (no quantized uplink, encryption, attack,
-    defense, q-FFL, SCAFFOLD or personal model), so the server can add each client's rows as the client ends
-    (`Simulation._sums_on_arrival`; at ML-1M's full participation the update table it spares is 1.07 GB). Not with
-    FedProx: its lazily applied pull trained in the summing kernel differed from the table's in the last bits in a
-    test suite run from an empty compile cache, so FedProx keeps the table."""
-    return (cfg.method == "fedmf" and not cfg.prox_mu and not cfg.up_bits and cfg.encryption == "none"
-            and cfg.attack == "none" and cfg.defense == "none" and not cfg.qffl_q and not cfg.scaffold
-            and cfg.personalization == "none" and cfg.dp_mode == "none")
+    defense, DP, personal model, or algorithm that reads each update: `FedAvg.sums_on_arrival`), so the server can
+    add each client's rows as the client ends (`Simulation._sums_on_arrival`; at ML-1M's full participation the
+    update table it spares is 1.07 GB)."""
+    return (cfg.method == "fedmf" and algorithm_class(cfg).sums_on_arrival and personalization_class(cfg) is None
+            and not cfg.up_bits and cfg.encryption == "none" and cfg.attack == "none" and cfg.defense == "none"
+            and cfg.dp_mode == "none")
 
 
 def check_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows") -> None:
@@ -241,16 +235,14 @@ def check_fits(cfg: RunConfig, data: InteractionData, layout: str = "rows") -> N
 from ..diverged import DivergedError  # noqa: E402  (the lab's one divergence error; importers find it here too)
 
 
-def _prox_trainers():
-    return (train_cohort, train_cohort_readable)
-
-
 class Simulation:
     """State of one run; `step()` plays one round. Kept small so tests can drive it round by round."""
 
-    def __init__(self, cfg: RunConfig, data: InteractionData, trainer=None, layout: str = "rows"):
+    def __init__(self, cfg: RunConfig, data: InteractionData, trainer=None, layout: str = "rows", algorithm=None):
         """trainer: the local-training function (default: the batched one of the layout);
         `train_cohort_readable` is the per-client readable path.
+        algorithm: a subclass of `fed.algorithms.FedAvg` to run instead of the one the config names (an algorithm
+        of one's own: see `fed/algorithms/__init__.py`).
         layout: "rows" (default) keeps each client's update by the rows it touched; "dense" keeps clients x items
         tables (dense update tables, every message serialized), the same numbers, for
         benchmarks/engine_full_participation.py and the equality tests."""
@@ -264,14 +256,10 @@ class Simulation:
                 from .batched import train_cohort_dense as trainer
             else:
                 trainer = train_cohort
-        if cfg.scaffold and trainer is not train_cohort:
-            raise ConfigError(f"scaffold=True needs the engine's trainer (SCAFFOLD's correction is in its compiled "
-                              f"local training); layout={layout!r} trains with {getattr(trainer, '__name__', trainer)}"
-                              ": use layout='rows' or scaffold=False")
-        if cfg.prox_mu and trainer not in _prox_trainers():
-            raise ConfigError(f"prox_mu={cfg.prox_mu} needs the engine's trainer (FedProx is in its compiled local "
-                              f"training); layout={layout!r} trains with {getattr(trainer, '__name__', trainer)}: "
-                              "use layout='rows' or prox_mu=0")
+        # the compiled trainer takes a workspace, a summing target and an algorithm's inputs; others only the plan
+        self.uses_engine_trainer = trainer is train_cohort
+        algorithm = algorithm or algorithm_class(cfg)
+        algorithm.check_trainer(cfg, trainer, layout, self.uses_engine_trainer)
         self.trainer, self.layout = trainer, layout
         self._workspace = Workspace()
         self.cfg, self.data = cfg, data
@@ -290,9 +278,9 @@ class Simulation:
         self.round = 0
         self.secure = make_secure_mod(cfg, data.n_items)  # None unless cfg.encryption is set
         self.dp = RoundDP.from_config(cfg, data.n_users)  # None unless cfg.dp_mode is set (labcore.privacy.dp)
-        self.variates = ControlVariates(data.n_users, data.n_items, cfg.dim) if cfg.scaffold else None
-        self.personal = (PersonalModels(self.Q, self.P, cfg.personalization, cfg.ditto_lambda, cfg.apfl_alpha)
-                         if cfg.personalization in ("ditto", "apfl", "pfedme") else None)
+        self.algorithm = algorithm(cfg, data, self.Q, self.P)  # fed/algorithms: the round's hooks
+        personal = personalization_class(cfg)
+        self.personal = personal(cfg, self.Q, self.P) if personal is not None else None
         self.malicious = robust.attackers(data.n_users, cfg.attacker_share, cfg.seed) if cfg.attack != "none" else None
         self.dba_group = (robust.dba_groups(self.malicious, cfg.dba_parts) if cfg.attack == "dba" else None)
         self.target = (cfg.target_item if cfg.target_item >= 0
@@ -321,29 +309,11 @@ class Simulation:
         if steps is not None:
             plan = stragglers.truncate(plan, steps)
         setup = self.method.setup_round(t, len(clients), _gen(cfg.seed, t, S.STREAM_METHOD))
-        loss_before = client_losses(self.Q, self.P[clients], plan) if cfg.qffl_q else None
+        self.algorithm.before_training(self, clients, plan)
         t0 = time.perf_counter()
-        if self.variates is not None:  # SCAFFOLD: the cohort's variates, gathered once for training and exchange
-            cohort = self.variates.cohort_rows(clients)
-            local = train_cohort(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, None,
-                                 None if self.keep_view else self._workspace,
-                                 variates=self.variates.trainer_inputs(cohort, plan.order))
-        elif cfg.personalization == "pfedme":  # the global update is the local model w pulled toward theta
-            local, theta_rows, theta_p, rnd = train_pfedme(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay,
-                                                           cfg.pfedme_lambda, cfg.pfedme_steps)
-            self.personal.store(clients, self.Q, rnd.row_client, rnd.row_item, rnd.Qr + theta_rows, theta_p)
-        elif cfg.personalization == "perfedavg":  # the global update is the first-order meta-gradient's
-            local = train_perfedavg(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, cfg.perfedavg_alpha)
-        elif self.trainer is train_cohort and not self.keep_view:  # W reused round to round (see Workspace)
-            summed = ((cfg.aggregation, fedavg_weights(torch.from_numpy(plan.n_pos))) if self._sums_on_arrival(t)
-                      else None)
-            local = train_cohort(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, setup.lowrank,
-                                 self._workspace, prox_mu=cfg.prox_mu, sum_on_arrival=summed)
-        else:
-            prox = {"prox_mu": cfg.prox_mu} if cfg.prox_mu else {}  # only the trainers that implement FedProx
-            local = self.trainer(self.Q, self.P[clients], plan, cfg.lr, cfg.weight_decay, setup.lowrank, **prox)
-        if cfg.personalization in ("ditto", "apfl"):  # the personal models' steps on the same batches
-            self.personal.train(clients, self.Q, plan, cfg.lr, cfg.weight_decay)
+        local = self.algorithm.local_train(self, clients, plan, setup)
+        if self.personal is not None:  # the personal models' steps on the same batches
+            self.personal.train(self, clients, plan)
         sec_local = time.perf_counter() - t0
         n_pos, n_steps = plan.n_pos, plan.n_steps
         if not self.keep_view:  # the schedule and the per-sample arrays are done with
@@ -361,25 +331,16 @@ class Simulation:
             local = LocalResult(local.p, local.update, local.touched, local.loss_sum, local.n_samples,
                                 local.row_update())
 
-        he = None
-        if self.variates is not None:  # SCAFFOLD: y_i - x and c_i+ - c_i, both dense; c updated at the server
-            t1 = time.perf_counter()
-            up, agg = self.variates.exchange(local.rows, clients, cohort, n_steps, cfg.lr,
-                                             fedavg_weights(torch.from_numpy(n_pos)))
-            del cohort
-            up_sent, up_bytes, decoded = up, self.ledger.record(t, "up", up), local.rows
-        else:
-            if self.malicious is not None:  # the attackers in the cohort overwrite their update of the target
-                local = self._plant(local, clients, n_pos)
-            up, up_sent, up_bytes, decoded, agg, he, t1 = self._uplink(t, local, setup, n_pos, loss_before,
-                                                                       n_dropped)
+        if self.malicious is not None:  # the attackers in the cohort overwrite their update of the target
+            local = self._plant(local, clients, n_pos)
+        up, up_sent, up_bytes, decoded, agg, he, t1 = self.algorithm.uplink(self, t, local, clients, setup, n_pos,
+                                                                            n_steps, n_dropped)
         down = self.method.downlink(agg, setup)
         if self.server.stateful:  # FedAvgM / FedAdam / FedYogi: the broadcast is the server's step (clients
             # keep no optimizer state), made from the change the method's broadcast stands for
             step = self.server.step(self.method.downlink_delta({w.name: w for w in down}, setup))
             down = [Wire("server_step", "values", step.reshape(1, -1))]
-        if self.variates is not None:
-            down = down + [self.variates.broadcast()]
+        down = down + self.algorithm.extra_downlink()
         down_sent, down_recv = quantize_wires(down, cfg.down_bits, cfg.quant_bucket,
                                               _gen(cfg.seed, t, S.STREAM_QUANT + 1), cfg.down_link_budget)
         self.Q = self._apply_downlink({w.name: w for w in down_recv}, setup)
@@ -412,12 +373,8 @@ class Simulation:
         if (t + 1) % cfg.eval_every == 0 or t + 1 == cfg.rounds:
             row["hr"], row["ndcg"] = self.evaluate()
             row.update(self.client_loss_stats())
-            if self.personal is not None:
-                row["hr_personal"], row["ndcg_personal"] = hit_ratio_ndcg(  # every user with its own table
-                    self.personal.p, self.personal.tables(self.Q), data.test_items, data.test_negatives, cfg.top_k)
-            elif cfg.personalization == "perfedavg":  # every user's one step from the current global model
-                row["hr_personal"], row["ndcg_personal"] = perfedavg_quality(self.Q, self.P, data, self.sampler,
-                                                                             cfg, t)
+            row.update(self.personal.quality(self) if self.personal is not None
+                       else self.algorithm.personal_quality(self))
             if self.malicious is not None:
                 row["backdoor_success"] = robust.backdoor_success(self.P, self.Q, data.train_indptr, data.train_items,
                                                                   self.target, cfg.top_k)
@@ -435,12 +392,11 @@ class Simulation:
         `sums_on_arrival`, with the engine's trainer and not a round whose rank statistics, kept view or ledger
         of every message reads each client's update. The same numbers to the bit, without the update table."""
         cfg = self.cfg
-        return (sums_on_arrival(cfg) and self.trainer is train_cohort and self.layout == "rows" and not self.keep_view
-                and self.Q.dtype == torch.float32 and not self.ledger.every_message
-                and not (cfg.rank_every and t % cfg.rank_every == 0))
+        return (sums_on_arrival(cfg) and self.algorithm.sums_on_arrival and self.uses_engine_trainer
+                and self.layout == "rows" and not self.keep_view and self.Q.dtype == torch.float32
+                and not self.ledger.every_message and not (cfg.rank_every and t % cfg.rank_every == 0))
 
-    def _uplink(self, t: int, local: LocalResult, setup, n_pos: np.ndarray, loss_before: np.ndarray | None,
-                n_dropped: int = 0):
+    def _uplink(self, t: int, local: LocalResult, setup, n_pos: np.ndarray, n_dropped: int = 0):
         """The method's uplink through quantization, the ledger (or encryption) and the server's aggregate."""
         cfg = self.cfg
         up = self.method.uplink(local, setup)
@@ -448,8 +404,7 @@ class Simulation:
                                           cfg.up_link_budget, None if self.keep_view else self._workspace)
         if cfg.aggregation == "item_mean":
             up_sent = up_sent + [item_mask_wire(local.rows if local.rows is not None else local.touched)]
-        if loss_before is not None:  # q-FFL: each client also sends its loss before training (one float)
-            up_sent = up_sent + [Wire("loss_before", "values", torch.from_numpy(loss_before)[:, None])]
+        up_sent = up_sent + self.algorithm.extra_uplink()  # q-FFL: each client's loss before training
         he, up_bytes = None, None
         if self.secure is None:
             up_bytes = self.ledger.record(t, "up", up_sent)
@@ -461,10 +416,7 @@ class Simulation:
             decoded, n_pos = self.dp.privatize_clients(decoded, dp_gen), np.ones(len(n_pos), np.int64)
         if self.secure is None:
             touched = None if isinstance(decoded, RowUpdate) else local.touched_dense()
-            weights = fedavg_weights(torch.from_numpy(n_pos))
-            if loss_before is not None:
-                weights = qffl_weights(weights, loss_before, update_sq_norms(decoded), cfg.qffl_q,
-                                       cfg.qffl_lipschitz or 1.0 / cfg.lr)
+            weights = self.algorithm.weigh(fedavg_weights(torch.from_numpy(n_pos)), decoded)
             if cfg.defense != "none":
                 rows = (decoded if isinstance(decoded, RowUpdate)
                         else RowUpdate.from_dense(decoded, local.touched_dense()))
@@ -529,7 +481,7 @@ class Simulation:
 
     def _times(self, clients, n_pos, up_bytes, down_bytes, sec_local, sec_server, up_wires, he=None) -> dict:
         cfg = self.cfg
-        work = {"ditto": 2, "apfl": 2, "pfedme": cfg.pfedme_steps}.get(cfg.personalization, 1)
+        work = self.algorithm.work_per_sample + (self.personal.work_per_sample if self.personal is not None else 0)
         samples = n_pos * (1 + cfg.num_negatives) * cfg.local_epochs * work  # gradient evaluations per sample
         if cfg.comp_time == "measured":  # this machine's batched time, shared in proportion to work
             t_sim, t_server = sec_local * samples / samples.sum(), sec_server
@@ -567,19 +519,17 @@ class Simulation:
     # --- checkpoints --------------------------------------------------------
     def state(self) -> dict:
         return {"round": self.round, "Q": self.Q, "P": self.P, "rows": self.rows, "ledger": self.ledger.rows,
-                "key": self.cfg.key(), "server": self.server.state_dict(),
-                "variates": self.variates.state_dict() if self.variates is not None else None,
-                "personal": self.personal.state_dict() if self.personal is not None else None}
+                "key": self.cfg.key(), "server": self.server.state_dict(), "variates": None, "personal": None,
+                **self.algorithm.state(), **(self.personal.state() if self.personal is not None else {})}
 
     def load_state(self, st: dict) -> None:
         if st.get("key") != self.cfg.key():
             raise ValueError("checkpoint belongs to a different config")
         self.round, self.Q, self.P = st["round"], st["Q"], st["P"]
         self.server.load_state_dict(st.get("server", {}))
-        if self.variates is not None:
-            self.variates.load_state_dict(st["variates"])
+        self.algorithm.load_state(st)
         if self.personal is not None:
-            self.personal.load_state_dict(st["personal"])
+            self.personal.load_state(st)
         self.rows, self.ledger = list(st["rows"]), Ledger(st["ledger"])
 
     def result(self, complete: bool) -> Result:
@@ -640,39 +590,6 @@ def rank_stats_rows(rows: RowUpdate, right: torch.Tensor | None = None) -> dict[
     std = (lambda t: float(t.std(unbiased=False)))  # noqa: E731
     return {"n90_mean": float(n90.mean()), "n90_std": std(n90), "n99_mean": float(n99.mean()), "n99_std": std(n99),
             "erank_mean": float(entropy_rank(r).mean())}
-
-
-def client_losses(Q: torch.Tensor, p: torch.Tensor, plan) -> np.ndarray:
-    """Each client's mean BCE over its round's samples at the global item table and its own user vector, before
-    local training (q-FFL's F_k(w^t)), float64."""
-    from .kernels.fused import client_bce
-
-    Qn, Pn = (np.ascontiguousarray(t.to(torch.float32).numpy()) for t in (Q, p))
-    total = client_bce(Qn, Pn, plan.sample_client, plan.sample_item, plan.sample_label)
-    return total / np.bincount(plan.sample_client, minlength=len(plan.clients))
-
-
-def update_sq_norms(decoded) -> np.ndarray:
-    """||client m's item-table update||^2 for every client of the cohort (float64)."""
-    if isinstance(decoded, RowUpdate):
-        sq = torch.einsum("rd,rd->r", decoded.values, decoded.values).double().numpy()  # float32 sums: weights
-        return np.bincount(decoded.client.numpy(), sq, minlength=decoded.n_clients)
-    return (decoded.double() ** 2).flatten(1).sum(1).numpy()
-
-
-def qffl_weights(weights: torch.Tensor, loss: np.ndarray, sq_norm: np.ndarray, q: float, L: float) -> torch.Tensor:
-    """q-FedAvg's aggregate as per-client weights (Li et al. 2020, Alg. 2; their code takes L = 1 / lr):
-
-        Delta w_k = L (w - w_k),  h_k = q F_k^(q-1) ||Delta w_k||^2 + L F_k^q,
-        w+ = w - sum_k F_k^q Delta w_k / sum_k h_k
-        so  w+ - w = sum_k p_k F_k^q D_k / sum_k p_k (q F_k^(q-1) L ||D_k||^2 + F_k^q)      (D_k = w_k - w)
-
-    p_k: the engine's FedAvg weights standing for their sampling by data size. q = 0 gives the FedAvg weights
-    exactly (the float64 ratio rounds back to them)."""
-    p = weights.to(torch.float64).numpy()
-    Fq = loss ** q
-    h = q * loss ** (q - 1) * L * sq_norm + Fq
-    return torch.from_numpy(p * Fq / float((p * h).sum())).to(torch.float32)
 
 
 def _plain(obj):

@@ -64,6 +64,14 @@ class PersonalModels:
         V[row_client, row_item] = rows
         self.V[c], self.p[c] = V, p
 
+    def quality(self, sim) -> dict:
+        """HR@k and NDCG@k with every user ranked by its own personal model."""
+        from ..metrics import hit_ratio_ndcg
+
+        d = sim.data
+        hr, ndcg = hit_ratio_ndcg(self.p, self.tables(sim.Q), d.test_items, d.test_negatives, sim.cfg.top_k)
+        return {"hr_personal": hr, "ndcg_personal": ndcg}
+
     def state_dict(self) -> dict:
         return {"V": self.V, "p": self.p}
 
