@@ -36,6 +36,13 @@ ROUND_COLUMNS = ("round", "loss", "hr", "ndcg", "bytes_up", "bytes_down", "bytes
                  # the accountant's epsilon after the round (NaN without)
                  "dp_sigma", "epsilon")
 
+KB, MB = 2**10, 2**20  # binary, as the app shows bytes (labcore.units)
+
+# Result.ledger_by_round's columns: the names the run table's CSV gives bytes (labcore/app/downloads.py) and the
+# words the Privacy page uses for sigma and epsilon
+LEDGER_VIEW = {"round": "round", "up": "upload, all clients (KB)", "down": "download, all clients (KB)",
+               "cum": "cumulative traffic (MB)", "dp_sigma": "noise multiplier sigma", "epsilon": "epsilon spent"}
+
 
 @dataclass(eq=False)
 class Result:
@@ -60,6 +67,25 @@ class Result:
         g = self.ledger.groupby(["direction", "part", "kind"], as_index=False)[["bytes", "bits"]].sum()
         g["theoretical_bytes"] = g["bits"] / 8
         return g
+
+    def ledger_by_round(self) -> pd.DataFrame:
+        """The ledger summed over message parts, one row per round: all clients' upload and download (KB) and the
+        traffic so far (MB); with DP, the round's noise multiplier and the accountant's epsilon after the round
+        (from the run table), so the privacy spent reads next to the bytes sent. Without DP there is no epsilon
+        column. Rounds are the run table's (counted from 0); a round the ledger has no row for sent 0 bytes."""
+        import pandas as pd
+
+        sums = self.ledger.groupby(["round", "direction"])["bytes"].sum().unstack("direction")
+        rounds = sorted({int(r) for r in sums.index} | {int(r) for r in self.table.get("round", ())})
+        sums = sums.reindex(index=rounds, columns=["up", "down"], fill_value=0).fillna(0)
+        up, down = sums["up"].to_numpy(), sums["down"].to_numpy()
+        out = pd.DataFrame({LEDGER_VIEW["round"]: rounds, LEDGER_VIEW["up"]: up / KB, LEDGER_VIEW["down"]: down / KB,
+                            LEDGER_VIEW["cum"]: (up + down).cumsum() / MB})
+        if self.config.dp_mode != "none" and "epsilon" in self.table:
+            t = self.table.set_index("round").reindex(rounds)
+            out[LEDGER_VIEW["dp_sigma"]] = t["dp_sigma"].to_numpy()
+            out[LEDGER_VIEW["epsilon"]] = t["epsilon"].to_numpy()
+        return out
 
     # --- on disk ----------------------------------------------------------
     def save(self, folder: Path) -> None:

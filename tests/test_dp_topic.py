@@ -1,5 +1,5 @@
 """The DP topic: discovered with its page, cards and notebook; the exercise checks answer right and wrong answers;
-the cards compute at smoke size."""
+the cards compute at smoke size; the Privacy page draws the ledger's bytes beside the accountant's epsilon."""
 import pytest
 
 from labcore import topics
@@ -46,3 +46,41 @@ def test_every_preset_opens_the_privacy_page_with_values_it_offers():
             else:
                 assert name == "_dp_sigma" and 0.1 <= float(value) <= 8.0, (p.id, name, value)
     assert page.render
+
+
+def test_the_privacy_page_draws_the_ledgers_bytes_beside_the_accountants_epsilon(monkeypatch):
+    """Five DP rounds on the tiny synthetic data: one bar pair and one epsilon point a round, the last epsilon the
+    one the page reports (the view itself is checked exactly in tests/test_results_ledger_view.py)."""
+    import base64
+    import json
+    import types
+    from pathlib import Path
+
+    import numpy as np
+    from streamlit.testing.v1 import AppTest
+
+    from labcore.dp import inversion
+
+    def values(arr):  # a plotly JSON array: a list, or a base64 typed array {dtype, bdata}
+        if isinstance(arr, dict) and "bdata" in arr:
+            return np.frombuffer(base64.b64decode(arr["bdata"]), dtype=np.dtype(arr["dtype"])).astype(float)
+        return np.asarray(arr, dtype=float)
+
+    img = np.zeros((1, 8, 8))  # the inversion below the training is not what this test reads
+    monkeypatch.setattr(inversion, "attack", lambda setup: types.SimpleNamespace(
+        originals=img, reconstructions=img, psnr=np.array([10.0]), mean_image_psnr=10.0))
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "labcore/dp/page.py"), default_timeout=300)
+    at.query_params.update({"_dp_data": "synthetic (tiny)", "_dp_rounds": "5", "_dp_m": "10"})
+    at.run()
+    assert not at.exception and not at.error
+    specs = [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+    fig = next(s for s in specs if "Bytes sent and epsilon spent" in s["layout"]["title"]["text"])
+    up, down, eps = (next(t for t in fig["data"] if t["name"] == n) for n in ("upload (KB)", "download (KB)",
+                                                                               "epsilon spent"))
+    assert values(eps["x"]).tolist() == values(up["x"]).tolist() == [1, 2, 3, 4, 5]
+    assert (values(up["y"]) > 0).all() and (values(down["y"]) > 0).all()
+    e = values(eps["y"])
+    assert (np.diff(e) > 0).all() and eps["yaxis"] == "y2" and up.get("yaxis", "y") == "y"
+    assert f"{e[-1]:.3g}" == next(m.value for m in at.metric if m.label == "epsilon spent")
+    assert any(c.value.startswith("From the payload ledger") and f"for epsilon {e[-1]:.3g}." in c.value
+               for c in at.caption)

@@ -12,6 +12,8 @@ from labcore.app.url_widgets import UrlWidgets
 from labcore.dp import experiments as ex
 from labcore.dp import plots
 from labcore.privacy import dp
+from labcore.results import KB, LEDGER_VIEW
+from labcore.units import readable_bytes
 
 METHODS = {"FedMF": {"method": "fedmf"}, "CoLR@4": {"method": "colr", "rank": 4},
            "SCoLR@4": {"method": "scolr", "rank": 4}, "Top-K 10%": {"method": "topk", "topk_ratio": 0.1},
@@ -25,7 +27,7 @@ def _train(cfg):
         from labcore.fed.engine import run
 
         res = run(cfg, progress=False)
-        return res.table, res.notes
+        return res.table, res.notes, res.ledger_by_round()
 
     return work
 
@@ -86,7 +88,7 @@ def _training(ui: UrlWidgets) -> None:
     trained = in_background("dp.train", cfg.key(), _train(cfg), f"Training {rounds} rounds with DP...")
     if trained is None:  # still training, or refused by the accountant (the error names the field)
         return
-    table, notes = trained
+    table, notes, ledger = trained
     last = table.iloc[-1]
     k1, k2, k3 = st.columns(3)
     k1.metric("epsilon spent", f"{last['epsilon']:.3g}")
@@ -99,6 +101,7 @@ def _training(ui: UrlWidgets) -> None:
                f"{dp.epsilon_prv(cfg.clients_per_round / _users(cfg), float(table['dp_sigma'].iloc[0]), len(table), _delta(cfg)):.3g}"
                " for the same rounds at the first round's sigma)." if mode != "local" else
                "Local DP: each round is accounted without amplification by sampling (the server sees who sent what).")
+    _bytes_and_epsilon(ledger)
     with st.expander("the curious server against this run (two rounds)"):
         if st.toggle("run the attack", key="dp.attack"):
             attacked = cfg.replace(rounds=2, dp_target_epsilon=0.0, dp_noise_multiplier=float(table["dp_sigma"].iloc[0]))
@@ -112,6 +115,17 @@ def _training(ui: UrlWidgets) -> None:
             a3.metric("chance (base rate)", f"{p['chance']:.3f}")
             st.caption("Under central DP the server sees every clipped update in clear: only what it publishes "
                        "is private. Local DP noises the upload itself.")
+
+
+def _bytes_and_epsilon(ledger) -> None:
+    """The payload ledger per round beside the accountant: what was sent, and the privacy spent for it."""
+    chart(plots.bytes_and_epsilon(ledger), key="dp.ledger")
+    up, down = (float(ledger[LEDGER_VIEW[k]].sum()) * KB for k in ("up", "down"))
+    st.caption(f"From the payload ledger (every message part, all clients): {readable_bytes(up + down)} sent in "
+               f"{len(ledger)} rounds (upload {readable_bytes(up)}, download {readable_bytes(down)}) for epsilon "
+               f"{ledger[LEDGER_VIEW['epsilon']].iloc[-1]:.3g}. The cohort is drawn by Poisson sampling, so the "
+               "bytes vary from round to round; the epsilon a round spends depends on the sampling rate q and "
+               "the round's sigma, not on the bytes it sent.")
 
 
 def _users(cfg) -> int:

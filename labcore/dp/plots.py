@@ -1,11 +1,14 @@
-"""Plotly figures of the DP topic: HR@10 and the curious server against epsilon, epsilon per round, PSNR per
-defense, and the inversion's images beside the originals."""
+"""Plotly figures of the DP topic: HR@10 and the curious server against epsilon, epsilon per round, bytes and
+epsilon per round from the payload ledger, PSNR per defense, and the inversion's images beside the originals."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
+
+from labcore.plot_style import LEGEND_BELOW
+from labcore.results import LEDGER_VIEW
 
 
 def _eps_axis(eps: pd.Series) -> pd.Series:
@@ -70,6 +73,27 @@ def epsilon_per_round(table: pd.DataFrame, label: str = "") -> go.Figure:
     fig.add_trace(go.Scatter(x=ev["round"] + 1, y=ev["hr"], mode="lines+markers", name="HR@10"), 1, 2)
     fig.update_xaxes(title_text="round")
     fig.update_layout(title="The accountant's epsilon and HR@10, round by round", showlegend=False)
+    return fig
+
+
+def bytes_and_epsilon(view: pd.DataFrame) -> go.Figure:
+    """`Result.ledger_by_round()` of a DP run: each round's upload and download of all clients (stacked bars, KB,
+    left axis) and the accountant's epsilon after the round (line, right axis), rounds from 1 as in
+    `epsilon_per_round`. Hovering a point of the line gives the traffic so far beside the epsilon spent."""
+    x = view[LEDGER_VIEW["round"]] + 1
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    for key, name, color in (("up", "upload", "#1f77b4"), ("down", "download", "#9ecae1")):
+        fig.add_trace(go.Bar(x=x, y=view[LEDGER_VIEW[key]], name=f"{name} (KB)", marker_color=color,
+                             hovertemplate=f"round %{{x}}: %{{y:,.1f}} KB {name}<extra></extra>"), secondary_y=False)
+    fig.add_trace(go.Scatter(x=x, y=view[LEDGER_VIEW["epsilon"]], mode="lines+markers", name="epsilon spent",
+                             customdata=view[LEDGER_VIEW["cum"]], line=dict(color="#d62728"),
+                             hovertemplate="after round %{x}: epsilon %{y:.3g}, %{customdata:,.3f} MB sent so far"
+                                           "<extra></extra>"), secondary_y=True)
+    fig.update_layout(barmode="stack", title="Bytes sent and epsilon spent per round", legend=LEGEND_BELOW,
+                      margin=dict(l=50, r=50, t=60, b=10))
+    fig.update_xaxes(title_text="round")
+    fig.update_yaxes(title_text="KB in the round (all clients)", rangemode="tozero", secondary_y=False)
+    fig.update_yaxes(title_text="epsilon spent", rangemode="tozero", showgrid=False, secondary_y=True)
     return fig
 
 
