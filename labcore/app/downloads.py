@@ -32,6 +32,7 @@ COLUMNS = {
     "he_client_s": ("encryption work per client (s)", 1), "he_server_s": ("encryption work at the server (s)", 1),
     "he_extrapolated": ("encryption costs scaled from the clients encrypted for real", 1),
     "he_check_err": ("encrypted-vs-plain aggregate error", 1),
+    "dp_sigma": ("noise multiplier sigma", 1), "epsilon": ("epsilon spent", 1),
 }
 
 
