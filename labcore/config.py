@@ -25,9 +25,9 @@ AGGREGATIONS = ("item_mean", "weighted")
 COMP_TIME_MODES = ("calibrated", "measured")
 CLIENT_SCHEDULES = ("uniform", "rotating", "poisson")  # labcore.fed.sampling.round_clients
 ENCRYPTIONS = ("none", "ckks", "secagg", "paillier")  # labcore.fed.secure implements each
-SERVER_OPTIMIZERS = ("fedavg", "fedavgm", "fedadam", "fedyogi")  # labcore.fed.server_opt implements each
+SERVER_OPTIMIZERS = ("fedavg", "fedavgm", "fedadam", "fedyogi")  # labcore.fed.algorithms.server_opt implements each
 STRAGGLER_POLICIES = ("auto", "drop", "keep")  # labcore.fed.stragglers
-ATTACKS = ("none", "replacement", "dba")  # labcore.fed.robust
+ATTACKS = ("none", "replacement", "dba")  # labcore.fed.algorithms.attacks, .defenses
 DEFENSES = ("none", "clip", "median", "trimmed", "krum")
 PERSONALIZATIONS = ("none", "ditto", "apfl", "pfedme", "perfedavg")  # labcore.fed.personal, fed.meta_train
 # Which methods each protection supports (why the others cannot: labcore.fed.secure).
@@ -71,7 +71,7 @@ class RunConfig(TypedConfig):
     num_negatives: int = 4
     aggregation: str = "item_mean"
     # the federated algorithm: FedProx's local objective, and the server's step from the round's mean update
-    # (labcore.fed.server_opt, Reddi et al. 2021). The defaults are FedAvg's: the mean update applied as it is.
+    # (labcore.fed.algorithms.server_opt, Reddi et al. 2021). The defaults are FedAvg's: the mean update applied as it is.
     prox_mu: float = 0.0  # FedProx: + mu/2 ||item table - the round's global one||^2 in every local step
     server_optimizer: str = "fedavg"  # fedavg, fedavgm, fedadam, fedyogi
     server_lr: float = 1.0  # eta
@@ -87,7 +87,7 @@ class RunConfig(TypedConfig):
     straggler_policy: str = "auto"  # auto (plain FedAvg drops them, FedProx / SCAFFOLD / q-FFL keep them), drop, keep
     # (labcore.fed.dropout) each sampled client's chance to drop out after the downlink, before its upload
     dropout: float = 0.0
-    # a model-replacement backdoor and robust aggregation (labcore.fed.robust; FedMF)
+    # a model-replacement backdoor and robust aggregation (labcore.fed.algorithms.attacks, .defenses; FedMF)
     attack: str = "none"  # none, replacement, dba: malicious users push target_item into everyone's top 10
     attacker_share: float = 0.0  # share of the users that are malicious (a fixed set drawn from the seed)
     attack_boost: float = 0.0  # the attackers' scale; 0 = the inverse of their share of the average (replacement)

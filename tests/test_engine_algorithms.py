@@ -7,7 +7,7 @@ import torch
 from conftest import assert_a_stopped_run_resumes
 from labcore.config import ConfigError, RunConfig
 from labcore.fed import sampling as S
-from labcore.fed import server_opt
+from labcore.fed.algorithms import server_opt
 from labcore.fed.engine import Simulation, run
 from labcore.fed.local_train import LowRank, train_cohort
 from oracles.fed_loop import train_clients_loop

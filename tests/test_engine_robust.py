@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from labcore.config import ConfigError, RunConfig
-from labcore.fed import robust
+from labcore.fed.algorithms import attacks, defenses
 from labcore.fed import sampling as S
 from labcore.fed.aggregate import aggregate
 from labcore.fed.engine import Simulation
@@ -30,37 +30,37 @@ T = np.array([[1, 1, 0], [1, 0, 0], [1, 1, 0]], dtype=bool)
 
 
 def test_median_and_trimmed_mean_are_taken_per_item_over_the_clients_that_touched_it():
-    med, counts = robust.per_item(_rows(X, T), "median", 0.0)
+    med, counts = defenses.per_item(_rows(X, T), "median", 0.0)
     assert counts.tolist() == [3, 2, 0]
     assert med.tolist() == [[3.0, 1.0], [5.0, 3.0], [0.0, 0.0]]  # odd count: the middle; even: the mean of two
-    trimmed, _ = robust.per_item(_rows(X, T), "trimmed", 0.34)  # cut floor(0.34 x 3) = 1 at each end of item 0
+    trimmed, _ = defenses.per_item(_rows(X, T), "trimmed", 0.34)  # cut floor(0.34 x 3) = 1 at each end of item 0
     assert trimmed.tolist() == [[3.0, 1.0], [5.0, 3.0], [0.0, 0.0]]
-    untrimmed, _ = robust.per_item(_rows(X, T), "trimmed", 0.0)
+    untrimmed, _ = defenses.per_item(_rows(X, T), "trimmed", 0.0)
     assert torch.allclose(untrimmed, torch.tensor([[3.0, 7 / 3], [5.0, 3.0], [0.0, 0.0]]))
 
 
 def test_per_item_statistics_scale_by_the_touchers_weight_under_weighted_aggregation():
     w = torch.tensor([0.5, 0.25, 0.25])
-    agg = robust.robust_aggregate(_rows(X, T), "median", "weighted", w)
+    agg = defenses.robust_aggregate(_rows(X, T), "median", "weighted", w)
     assert torch.allclose(agg, torch.tensor([[3.0, 1.0], [5 * 0.75, 3 * 0.75], [0.0, 0.0]]))
-    assert torch.equal(robust.robust_aggregate(_rows(X, T), "median", "item_mean", w), robust.per_item(_rows(X, T),
+    assert torch.equal(defenses.robust_aggregate(_rows(X, T), "median", "item_mean", w), defenses.per_item(_rows(X, T),
                                                                                                       "median", 0)[0])
     one = _rows(X[:1], T[:1])  # one client: its own weighted update, as FedAvg
-    assert torch.allclose(robust.robust_aggregate(one, "median", "weighted", torch.tensor([0.4])),
+    assert torch.allclose(defenses.robust_aggregate(one, "median", "weighted", torch.tensor([0.4])),
                           aggregate(one, "weighted", torch.tensor([0.4]), None))
 
 
 def test_clipping_bounds_every_clients_norm_and_leaves_small_updates_alone():
     rows = _rows(X, T)
-    norms = robust.client_norms(rows)
+    norms = defenses.client_norms(rows)
     assert torch.allclose(norms, torch.tensor([np.sqrt(21.0), np.sqrt(26.0), np.sqrt(209.0)], dtype=torch.float64))
-    clipped = robust.clip(rows, 5.0)
-    assert torch.allclose(robust.client_norms(clipped), torch.tensor([np.sqrt(21.0), 5.0, 5.0], dtype=torch.float64))
+    clipped = defenses.clip(rows, 5.0)
+    assert torch.allclose(defenses.client_norms(clipped), torch.tensor([np.sqrt(21.0), 5.0, 5.0], dtype=torch.float64))
     assert torch.equal(clipped.dense()[0], rows.dense()[0])
     w = torch.full((3,), 1 / 3)
-    plain = robust.robust_aggregate(rows, "clip", "weighted", w, clip_norm=100.0)
+    plain = defenses.robust_aggregate(rows, "clip", "weighted", w, clip_norm=100.0)
     assert torch.allclose(plain, aggregate(rows, "weighted", w, None))  # nobody above the norm: FedAvg
-    noisy = robust.robust_aggregate(rows, "clip", "weighted", w, clip_norm=100.0, dp_noise=0.3,
+    noisy = defenses.robust_aggregate(rows, "clip", "weighted", w, clip_norm=100.0, dp_noise=0.3,
                                     rng=np.random.default_rng(0))
     noise = (noisy - plain).double()
     assert 0 < float(noise.std()) and not torch.equal(noisy, plain)
@@ -71,39 +71,39 @@ def test_clipping_bounds_every_clients_norm_and_leaves_small_updates_alone():
 def test_planting_overwrites_or_adds_the_attackers_target_row_and_nothing_else():
     rows = _rows(X, T)
     v = torch.tensor([7.0, 7.0])
-    planted = robust.plant(rows, np.array([1, 2]), target=1, value=v)
+    planted = attacks.plant(rows, np.array([1, 2]), target=1, value=v)
     D = planted.dense()
     assert torch.equal(D[1, 1], v) and torch.equal(D[2, 1], v)  # client 1 had no row of item 1: added
     assert torch.equal(D[0], rows.dense()[0]) and torch.equal(D[:, [0, 2]], rows.dense()[:, [0, 2]])
     keys = (planted.client * 3 + planted.item).tolist()
     assert keys == sorted(keys) and len(keys) == len(set(keys))  # still one row per (client, item), in order
-    assert robust.plant(rows, np.array([], dtype=np.int64), 1, v) is rows
+    assert attacks.plant(rows, np.array([], dtype=np.int64), 1, v) is rows
 
 
 def test_the_replacement_boost_makes_the_attackers_share_land_the_target_row_exactly():
     rows = _rows(X, T)
     w = torch.tensor([0.5, 0.3, 0.2])
     bad = np.array([1])
-    gamma = robust.replacement_boost(rows, bad, 2, w, "weighted")
+    gamma = attacks.replacement_boost(rows, bad, 2, w, "weighted")
     assert gamma == pytest.approx(1 / 0.3)
     Q = torch.zeros(3, 2)
     goal = torch.tensor([4.0, -2.0])
-    agg = aggregate(robust.plant(rows, bad, 2, gamma * (goal - Q[2])), "weighted", w, None)
+    agg = aggregate(attacks.plant(rows, bad, 2, gamma * (goal - Q[2])), "weighted", w, None)
     assert torch.allclose(Q[2] + agg[2], goal)  # nobody else touched item 2: the target row is replaced
     # per-item mean: the attacker is one of the item's touchers (item 1: clients 0 and 2, plus the attacker)
-    assert robust.replacement_boost(rows, bad, 1, w, "item_mean") == 3.0
+    assert attacks.replacement_boost(rows, bad, 1, w, "item_mean") == 3.0
 
 
 def test_krum_keeps_the_clients_closest_to_their_neighbours_and_drops_the_outlier():
     # 5 clients, one item, width 1: values 0, 1, 2, 3, 100; f = 1 scores each by its 5 - 1 - 2 = 2 nearest
     # (c0: 1 + 4, c1: 1 + 1, c2: 1 + 1, c3: 1 + 4, c4: 97^2 + 98^2) and keeps the 4 lowest
     rows = _rows(np.array([[[0.0]], [[1.0]], [[2.0]], [[3.0]], [[100.0]]]), np.ones((5, 1), dtype=bool))
-    assert robust.krum_keep(rows, 1).tolist() == [0, 1, 2, 3]
+    assert defenses.krum_keep(rows, 1).tolist() == [0, 1, 2, 3]
     w = torch.tensor([0.1, 0.2, 0.3, 0.2, 0.2])
-    agg = robust.robust_aggregate(rows, "krum", "weighted", w, krum_f=1)
+    agg = defenses.robust_aggregate(rows, "krum", "weighted", w, krum_f=1)
     assert torch.allclose(agg, torch.tensor([[(0.2 + 0.6 + 0.6) / 0.8]]))  # the kept clients' weights renormalized
     with pytest.raises(ConfigError, match=r"krum_f=2 .*more than 2 krum_f \+ 2 clients.*has 5"):
-        robust.krum_keep(rows, 2)
+        defenses.krum_keep(rows, 2)
 
 
 def test_krum_distances_from_sparse_rows_equal_the_dense_ones():
@@ -114,14 +114,14 @@ def test_krum_distances_from_sparse_rows_equal_the_dense_ones():
     flat = rows.dense().reshape(9, -1).double()  # a client that did not touch an item sends zeros for it
     dist = torch.cdist(flat[None], flat[None])[0] ** 2
     score = dist.sort(1).values[:, 1: 9 - 2 - 1].sum(1)
-    assert robust.krum_keep(rows, 2).tolist() == sorted(torch.argsort(score)[:7].tolist())
+    assert defenses.krum_keep(rows, 2).tolist() == sorted(torch.argsort(score)[:7].tolist())
 
 
 def test_dba_deals_the_attackers_into_groups_and_cuts_the_row_into_blocks():
     mal = np.array([False, True, True, False, True, True, True])
-    assert robust.dba_groups(mal, 2).tolist() == [-1, 0, 1, -1, 0, 1, 0]
-    assert robust.dba_blocks(8, 3) == [slice(0, 3), slice(3, 5), slice(5, 8)]
-    assert sum(b.stop - b.start for b in robust.dba_blocks(64, 4)) == 64
+    assert attacks.dba_groups(mal, 2).tolist() == [-1, 0, 1, -1, 0, 1, 0]
+    assert attacks.dba_blocks(8, 3) == [slice(0, 3), slice(3, 5), slice(5, 8)]
+    assert sum(b.stop - b.start for b in attacks.dba_blocks(64, 4)) == 64
 
 
 def test_dba_groups_plant_only_their_block_and_the_blocks_add_up_to_the_goal():
@@ -130,8 +130,8 @@ def test_dba_groups_plant_only_their_block_and_the_blocks_add_up_to_the_goal():
     goal = torch.tensor([4.0, -2.0])
     planted = rows
     for members, cols in ((np.array([1]), slice(0, 1)), (np.array([2]), slice(1, 2))):
-        gamma = robust.replacement_boost(rows, np.array([1, 2]), 1, w, "weighted", group=members)
-        planted = robust.plant(planted, members, 1, gamma * goal, cols)
+        gamma = attacks.replacement_boost(rows, np.array([1, 2]), 1, w, "weighted", group=members)
+        planted = attacks.plant(planted, members, 1, gamma * goal, cols)
     D = planted.dense()
     assert D[1, 1].tolist() == pytest.approx([4.0 / 0.3, 0.0])  # client 1 had no row of item 1: its block, else 0
     assert D[2, 1].tolist() == pytest.approx([8.0, -2.0 / 0.2])  # client 2 keeps its own first coordinate
@@ -142,7 +142,7 @@ def test_dba_groups_plant_only_their_block_and_the_blocks_add_up_to_the_goal():
 def test_the_target_row_points_where_the_attackers_users_do_and_ignores_its_own_length():
     Q = torch.tensor([[3.0, 4.0], [0.0, 1.0], [100.0, 0.0]])
     P_bad = torch.tensor([[0.0, 2.0], [0.0, 4.0]])
-    assert torch.allclose(robust.target_row(Q, 2, P_bad), torch.tensor([0.0, 10.0]))  # 2 x |row 0| = 10
+    assert torch.allclose(attacks.target_row(Q, 2, P_bad), torch.tensor([0.0, 10.0]))  # 2 x |row 0| = 10
 
 
 def test_backdoor_success_counts_users_whose_top_k_of_their_untrained_items_holds_the_target():
@@ -151,16 +151,16 @@ def test_backdoor_success_counts_users_whose_top_k_of_their_untrained_items_hold
     indptr = np.array([0, 1, 2, 3])
     train = np.array([0, 2, 3])  # user 0 trained item 0, user 1 the target (not counted), user 2 item 3
     # user 0: untrained 1, 2, 3 score 0, 2, 1: the target is first; user 2: 0, 1, 2 score 5, 5, 4: third
-    assert robust.backdoor_success(P, Q, indptr, train, 2, top_k=1) == 0.5
-    assert robust.backdoor_success(P, Q, indptr, train, 2, top_k=3) == 1.0
-    assert robust.backdoor_success(P, Q, indptr, train, 2, top_k=1, chunk=1) == 0.5
+    assert attacks.backdoor_success(P, Q, indptr, train, 2, top_k=1) == 0.5
+    assert attacks.backdoor_success(P, Q, indptr, train, 2, top_k=3) == 1.0
+    assert attacks.backdoor_success(P, Q, indptr, train, 2, top_k=1, chunk=1) == 0.5
 
 
 def test_attackers_are_a_fixed_share_drawn_from_the_seed():
-    a = robust.attackers(1000, 0.05, seed=3)
-    assert a.sum() == 50 and np.array_equal(a, robust.attackers(1000, 0.05, seed=3))
-    assert not np.array_equal(a, robust.attackers(1000, 0.05, seed=4))
-    assert robust.default_target(np.array([0, 0, 1, 3, 3, 3]), 5) == 1  # least popular with data (2, 4 have none)
+    a = attacks.attackers(1000, 0.05, seed=3)
+    assert a.sum() == 50 and np.array_equal(a, attacks.attackers(1000, 0.05, seed=3))
+    assert not np.array_equal(a, attacks.attackers(1000, 0.05, seed=4))
+    assert attacks.default_target(np.array([0, 0, 1, 3, 3, 3]), 5) == 1  # least popular with data (2, 4 have none)
 
 
 @pytest.mark.parametrize("attack, defense, reach", [
@@ -172,7 +172,7 @@ def test_an_attacked_round_moves_the_target_row_to_the_attackers_goal_unless_def
     sim = Simulation(cfg, tiny)
     for t in range(20):
         before = sim.Q[sim.target].clone()
-        goal = robust.target_row(sim.Q, sim.target, sim.P[torch.from_numpy(sim.malicious)])
+        goal = attacks.target_row(sim.Q, sim.target, sim.P[torch.from_numpy(sim.malicious)])
         clients = S.round_clients(cfg.client_schedule, tiny.n_users, cfg.clients_per_round, cfg.seed, t)
         row = sim.step()
         groups = set(sim.dba_group[clients].tolist()) - {-1} if attack == "dba" else {0}
@@ -267,3 +267,27 @@ def test_flower_refuses_the_backdoor_and_the_defenses():
     for bad in (dict(attack="replacement", attacker_share=0.1), dict(defense="clip")):
         with pytest.raises(ValueError, match="is not available over Flower"):
             check_supported(RunConfig(**bad))
+
+
+def test_the_engines_defenses_equal_the_dense_ones_where_every_client_touched_every_item():
+    """One math, two views: the engine's defenses work on each item's rows (`fed/algorithms/defenses.py`), the
+    FL-algorithms topic's on dense update vectors (`flalgos/defenses.py`). Where every client touched every item they
+    are the same statistic, and give the same aggregate."""
+    from labcore.flalgos import defenses as dense
+
+    g = torch.Generator().manual_seed(5)
+    M, N, k = 7, 4, 3
+    x = torch.randn(M, N, k, generator=g)
+    x[2] *= 40.0  # one large update, for the clip and Krum to act on
+    rows = RowUpdate.from_dense(x, torch.ones(M, N, dtype=torch.bool))
+    flat = x.reshape(M, -1)
+    equal = torch.full((M,), 1.0 / M)
+    for name in ("median", "trimmed"):
+        engine = defenses.robust_aggregate(rows, name, "item_mean", equal, trim=0.2)
+        cfg = type("Cfg", (), {"trim_frac": 0.2, "krum_f": 1})()
+        assert torch.allclose(engine.reshape(-1), dense.robust(name, flat, cfg), rtol=0, atol=1e-6), name
+    clipped = defenses.robust_aggregate(rows, "clip", "weighted", equal, clip_norm=2.0)
+    assert torch.allclose(clipped.reshape(-1), dense.clip_rows(flat, 2.0).mean(0), rtol=0, atol=1e-6)
+    kept = defenses.krum_keep(rows, 1)  # multi-Krum keeps the M - f best scored; plain Krum the best of them
+    _, best = dense.krum(flat, 1)
+    assert best in kept.tolist() and 2 not in kept.tolist()

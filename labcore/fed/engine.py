@@ -41,9 +41,9 @@ from ..net.wallclock import RoundTimeModel
 from ..privacy.dp import STREAM_DP, RoundDP
 from ..results import ROUND_COLUMNS, Result, write_atomic
 from . import sampling as S
-from . import dropout, robust, server_opt, stragglers
+from . import dropout, stragglers
 from .aggregate import aggregate, fedavg_weights
-from .algorithms import algorithm_class, personalization_class
+from .algorithms import algorithm_class, attacks, defenses, personalization_class, server_opt
 from .local_train import LocalResult, RowUpdate, train_cohort
 from .mods import item_mask_wire, quantize_wires, wire_values
 from .secure import make_secure_mod
@@ -281,10 +281,10 @@ class Simulation:
         self.algorithm = algorithm(cfg, data, self.Q, self.P)  # fed/algorithms: the round's hooks
         personal = personalization_class(cfg)
         self.personal = personal(cfg, self.Q, self.P) if personal is not None else None
-        self.malicious = robust.attackers(data.n_users, cfg.attacker_share, cfg.seed) if cfg.attack != "none" else None
-        self.dba_group = (robust.dba_groups(self.malicious, cfg.dba_parts) if cfg.attack == "dba" else None)
+        self.malicious = attacks.attackers(data.n_users, cfg.attacker_share, cfg.seed) if cfg.attack != "none" else None
+        self.dba_group = (attacks.dba_groups(self.malicious, cfg.dba_parts) if cfg.attack == "dba" else None)
         self.target = (cfg.target_item if cfg.target_item >= 0
-                       else robust.default_target(data.train_items, data.n_items))
+                       else attacks.default_target(data.train_items, data.n_items))
         self.keep_view = False  # keep what the server saw in the last round (self.view): for the attacks
         self.view: dict | None = None
 
@@ -376,7 +376,7 @@ class Simulation:
             row.update(self.personal.quality(self) if self.personal is not None
                        else self.algorithm.personal_quality(self))
             if self.malicious is not None:
-                row["backdoor_success"] = robust.backdoor_success(self.P, self.Q, data.train_indptr, data.train_items,
+                row["backdoor_success"] = attacks.backdoor_success(self.P, self.Q, data.train_indptr, data.train_items,
                                                                   self.target, cfg.top_k)
         if self.malicious is not None:
             row["attackers"] = int(self.malicious[clients].sum())
@@ -420,9 +420,9 @@ class Simulation:
             if cfg.defense != "none":
                 rows = (decoded if isinstance(decoded, RowUpdate)
                         else RowUpdate.from_dense(decoded, local.touched_dense()))
-                agg = robust.robust_aggregate(rows, cfg.defense, cfg.aggregation, weights, trim=cfg.trim_frac,
+                agg = defenses.robust_aggregate(rows, cfg.defense, cfg.aggregation, weights, trim=cfg.trim_frac,
                                               clip_norm=cfg.clip_norm, dp_noise=cfg.dp_noise, krum_f=cfg.krum_f,
-                                              rng=S.round_rng(cfg.seed, t, robust.STREAM_ATTACK))
+                                              rng=S.round_rng(cfg.seed, t, attacks.STREAM_ATTACK))
             else:
                 agg = aggregate(decoded, cfg.aggregation, weights, touched, self.method.layout)
         else:  # encrypted / masked sum; the mod records the protected uplink in the ledger
@@ -445,18 +445,18 @@ class Simulation:
             return local
         rows = local.row_update()
         weights = fedavg_weights(torch.from_numpy(n_pos))
-        change = robust.target_row(self.Q, self.target, self.P[torch.from_numpy(self.malicious)]) - self.Q[self.target]
+        change = attacks.target_row(self.Q, self.target, self.P[torch.from_numpy(self.malicious)]) - self.Q[self.target]
         if cfg.attack == "dba":
             group = self.dba_group[clients[bad]]
-            for g, cols in enumerate(robust.dba_blocks(cfg.dim, cfg.dba_parts)):
+            for g, cols in enumerate(attacks.dba_blocks(cfg.dim, cfg.dba_parts)):
                 members = bad[group == g]
                 if len(members):
-                    gamma = cfg.attack_boost or robust.replacement_boost(rows, bad, self.target, weights,
+                    gamma = cfg.attack_boost or attacks.replacement_boost(rows, bad, self.target, weights,
                                                                          cfg.aggregation, group=members)
-                    rows = robust.plant(rows, members, self.target, gamma * change, cols)
+                    rows = attacks.plant(rows, members, self.target, gamma * change, cols)
         else:
-            gamma = cfg.attack_boost or robust.replacement_boost(rows, bad, self.target, weights, cfg.aggregation)
-            rows = robust.plant(rows, bad, self.target, gamma * change)
+            gamma = cfg.attack_boost or attacks.replacement_boost(rows, bad, self.target, weights, cfg.aggregation)
+            rows = attacks.plant(rows, bad, self.target, gamma * change)
         return dataclasses.replace(local, rows=rows, update=None, touched=None)
 
     def _check_finite(self, t: int, loss: float) -> None:

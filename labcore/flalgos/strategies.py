@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..fed import server_opt
+from ..fed.algorithms import server_opt
 from .config import FLConfig
 from .problems import Batches
 
@@ -48,7 +48,7 @@ class FedAvg:
     name = "fedavg"
     personalized = False
     batches_per_step = 1  # minibatches a local step reads
-    server_step = "fedavg"  # the server's step from the mean update (`labcore.fed.server_opt`, shared with the engine)
+    server_step = "fedavg"  # the server's step from the mean update (`labcore.fed.algorithms.server_opt`, shared with the engine)
 
     def __init__(self, cfg: FLConfig, problem, n_clients: int):
         self.cfg, self.problem, self.N, self.P = cfg, problem, n_clients, problem.P

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from ..config import SERVER_OPTIMIZERS
+from ...config import SERVER_OPTIMIZERS
 
 
 class FedAvg:
