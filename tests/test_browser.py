@@ -517,7 +517,12 @@ def classroom_pages(core: bool) -> list:
     """The lab's own pages (`core`) or the topics' pages, as (name, path) parameters of the classroom sweep."""
     from labcore.app.pages import CORE_PAGES, pages
 
-    light = {"explorer": "/" + EXPLORER_QUERY, "compare": "/compare?rounds=10&_values=2,8"}
+    # each page from a light view of its own (every control is still changed five times from it): the sweep checks
+    # that controls stick and links round-trip, and a lighter rerun leaves more of the 2 cores to the browser
+    light = {"explorer": "/?dim=16&rounds=10&clients_per_round=20", "compare": "/compare?rounds=10&_values=2,8",
+             "wireless": "/wireless?d=50&T=60&R=5", "gist": "/gist?graph=synthetic&epochs=20",
+             "completion": "/completion?budget=0.25&n=100", "privacy": "/privacy?_dp_rounds=5",
+             "flalgos": "/flalgos?steps=2"}
     return [pytest.param(name, light.get(name, f"/{name}"), marks=[pytest.mark.classroom]
                          + ([] if name in CORE_PAGES else [NEEDS_DATA]))
             for name in pages() if (name in CORE_PAGES) == core]
