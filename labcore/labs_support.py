@@ -56,7 +56,7 @@ def environment() -> pd.DataFrame:
     import labcore
     from .data.locations import DATA_ENV
     from .data.registry import FILE_DATASETS, find_dataset
-    from .fed.engine import default_cache_dir, use_threads
+    from .runtime import default_cache_dir, use_threads
 
     use_threads()
     rows = [("python", platform.python_version()), ("labcore", f"{labcore.__version__} ({_where(labcore)})"),

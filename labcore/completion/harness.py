@@ -40,7 +40,9 @@ COLUMNS = ("key", "algorithm", "label", "family", "t", "wall_s", "iteration", "e
 
 def cache_dir() -> Path:
     """`$LABCORE_CACHE/completion` (the lab's run cache, as `labcore.fed.engine.default_cache_dir`)."""
-    return Path(os.environ.get("LABCORE_CACHE", Path.home() / ".cache" / "labcore" / "runs")) / "completion"
+    from ..runtime import topic_cache
+
+    return topic_cache("completion")
 
 
 def log_times(cfg: CompletionConfig) -> np.ndarray:

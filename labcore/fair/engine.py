@@ -32,7 +32,6 @@ resumed from a checkpoint draws exactly what an uninterrupted one would.
 from __future__ import annotations
 
 import math
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +43,7 @@ import torch
 import torch.nn.functional as F
 
 from ..config import ConfigError
-from ..fed.engine import use_threads
+from ..runtime import default_cache_dir, use_threads
 from ..fed.sampling import SETUP, STREAM_CLIENTS, STREAM_NEGATIVES, STREAM_SHUFFLE, NegativeSampler, round_rng, \
     sample_clients
 from ..net.ledger import Ledger
@@ -913,10 +912,6 @@ class FairResult:
 
 def load_data(cfg: FairConfig):
     return load(cfg.dataset, seed=cfg.data_seed, n_devices=cfg.n_devices, alpha=cfg.dirichlet_alpha)
-
-
-def default_cache_dir() -> Path:
-    return Path(os.environ.get("LABCORE_CACHE", Path.home() / ".cache" / "labcore" / "runs"))
 
 
 def run(cfg: FairConfig, *, data=None, cache_dir: Path | str | None = None, use_cache: bool = True,

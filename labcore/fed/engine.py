@@ -40,6 +40,7 @@ from ..net.ledger import Ledger
 from ..net.wallclock import RoundTimeModel
 from ..privacy.dp import STREAM_DP, RoundDP
 from ..results import ROUND_COLUMNS, Result, write_atomic
+from ..runtime import default_cache_dir, use_threads  # noqa: F401  (importers find them here too)
 from . import sampling as S
 from . import dropout, stragglers
 from .aggregate import aggregate, fedavg_weights
@@ -60,18 +61,6 @@ TIMING = "timing.json"  # how long the finished run trained, written beside its 
 # to write), which every 50 rounds (about 1 s of training) would cost more than the training. A stop or Ctrl-C
 # always writes one.
 CHECKPOINT_OVERHEAD = 10
-
-
-def use_threads() -> None:
-    """One intra-op thread unless LABCORE_THREADS says otherwise.
-
-    The round's tensors are small; with several processes on a 2-core laptop
-    (the app's sessions, a notebook, tests) two OpenMP threads per process
-    spin-wait and run an order of magnitude slower than one.
-    """
-    n = int(os.environ.get("LABCORE_THREADS", "1"))
-    if torch.get_num_threads() != n:
-        torch.set_num_threads(n)
 
 
 @functools.cache
@@ -105,10 +94,6 @@ def no_huge_pages() -> None:
     except ImportError:  # numpy without the switch
         return
     _set_madvise_hugepage(False)
-
-
-def default_cache_dir() -> Path:
-    return Path(os.environ.get("LABCORE_CACHE", Path.home() / ".cache" / "labcore" / "runs"))
 
 
 def load_data(cfg: RunConfig) -> InteractionData:

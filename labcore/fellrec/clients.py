@@ -49,7 +49,7 @@ def mf_user_embeddings(data: SeqData, users: np.ndarray, rounds: int, seed: int 
 
 def cached_user_embeddings(cfg: FellrecConfig, data: SeqData) -> np.ndarray:
     """mf_user_embeddings of the clients' users, stored on disk (every run of the same data shares them)."""
-    from ..fed.engine import default_cache_dir
+    from ..runtime import default_cache_dir
     from ..typed_config import hash_key
 
     fields = ("dataset", "item_text", "max_users", "foundation_share", "vocab_size", "data_seed", "mf_rounds")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..runtime import one_thread
 from .config import FellrecConfig
 from .federated import run
 
@@ -90,9 +91,7 @@ def variant(cfg: FellrecConfig) -> str:
 
 
 def _train_one(cfg):
-    import torch
-
-    torch.set_num_threads(1)  # one thread a process: the processes share the cores
+    one_thread()  # one thread a process: the processes share the cores
     r = run(cfg)
     return cfg.key(), r.meta.get("cpu_seconds")
 
@@ -191,7 +190,7 @@ def heating(cfg: FellrecConfig) -> pd.DataFrame:
 
 def zero_shot(size) -> pd.DataFrame:
     """Popularity and the untuned MiniLM (fresh adapters change nothing) on the clients' users' test items."""
-    from ..fed.engine import use_threads
+    from ..runtime import use_threads
     from .federated import dataset, evaluate, foundation
     from .metrics import rank_metrics
 
@@ -214,7 +213,7 @@ def zero_shot(size) -> pd.DataFrame:
 
 
 def probes(size, backbone="tiny") -> pd.DataFrame:
-    from ..fed.engine import use_threads
+    from ..runtime import use_threads
     from .federated import dataset, foundation
 
     use_threads()
@@ -226,7 +225,7 @@ def probes(size, backbone="tiny") -> pd.DataFrame:
 
 
 def costs(size, backbone="tiny") -> pd.DataFrame:
-    from ..fed.engine import use_threads
+    from ..runtime import use_threads
     from .costs import cost_table
 
     use_threads()

@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 
 from ..diverged import check_finite
-from ..fed.engine import default_cache_dir, use_threads
+from ..runtime import default_cache_dir, use_threads
 from ..net.message import array_part, serialize_part
 from .aggregate import fedavg, fellrec_aggregate
 from .clients import assign_clients

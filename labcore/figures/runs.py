@@ -53,7 +53,7 @@ RUN_TIMES_COLUMNS = ("key", "dataset", "label", "rounds", "seconds", "cpu_second
 
 
 def is_cached(cfg: RunConfig) -> bool:
-    from ..fed.engine import default_cache_dir
+    from ..runtime import default_cache_dir
 
     return _stored_sound(default_cache_dir() / cfg.key())
 

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..runtime import one_thread
 from ..diverged import check_finite
 from ..methods.base import Wire
 from ..net.ledger import Ledger
@@ -281,7 +282,7 @@ def _worst(acc: torch.Tensor, share: float) -> float:
 
 # --- cached runs ------------------------------------------------------------------------------------------------
 def cache_dir() -> Path:
-    from ..fed.engine import default_cache_dir
+    from ..runtime import default_cache_dir
 
     return default_cache_dir() / "flalgos"
 
@@ -292,7 +293,7 @@ def run(cfg: FLConfig, progress=None, cache: bool = True) -> FLResult:
     names = ("history", "clients", "ledger")
     if cache and all((folder / f"{n}.csv").exists() for n in names):
         return FLResult(cfg, *(pd.read_csv(folder / f"{n}.csv") for n in names))
-    torch.set_num_threads(1)
+    one_thread()
     res = Simulation(cfg).run(progress)
     if cache:
         folder.mkdir(parents=True, exist_ok=True)

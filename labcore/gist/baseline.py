@@ -7,6 +7,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from ..runtime import one_thread
 from ..diverged import check_finite
 from .config import KipfConfig
 from .graph import sparse_features, tensors
@@ -19,7 +20,7 @@ def train_gcn(cfg: KipfConfig) -> tuple[pd.DataFrame, dict[str, torch.Tensor]]:
     """Full-batch Adam on the training nodes; one row per epoch (loss, accuracies, seconds)."""
     import os
 
-    torch.set_num_threads(1)
+    one_thread()
     g = sparse_features(tensors(cfg.graph, None, 0, os.environ.get("LABCORE_DATA")))
     p = {n: t.requires_grad_(True) for n, t in init_params(g.n_features, cfg.hidden, g.n_classes, cfg.seed).items()}
     # Kipf's L2 term is on the first layer's weights only

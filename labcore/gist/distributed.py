@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..runtime import one_thread
 from ..net.ledger import Ledger
 from ..net.message import Message, deserialize_parts
 from . import subnets
@@ -42,7 +43,7 @@ def free_port() -> int:
 def _worker(rank: int, cfg: GistConfig, port: int, rounds: int | None, evaluate: bool, out: str) -> None:
     import torch.distributed as dist
 
-    torch.set_num_threads(1)
+    one_thread()
     m = cfg.subnets
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=m,
                             timeout=timedelta(seconds=120))

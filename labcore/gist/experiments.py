@@ -8,18 +8,18 @@ The cache lives in `labcore.fed.engine.default_cache_dir()/gist/` (one small JSO
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pandas as pd
 
+from ..runtime import one_thread
 from .config import GistConfig
 
 METRICS = ("test_at_best_val", "test_last", "val_best", "test_max")
 
 
 def cache_dir() -> Path:
-    from ..fed.engine import default_cache_dir
+    from ..runtime import default_cache_dir
 
     return default_cache_dir() / "gist"
 
@@ -57,9 +57,7 @@ def train_one(cfg: GistConfig) -> dict:
 
 
 def _pool_init():
-    import torch
-
-    torch.set_num_threads(1)
+    one_thread()
 
 
 def prefetch(configs_by_card: dict[str, list[GistConfig]], jobs: int) -> None:

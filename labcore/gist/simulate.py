@@ -10,6 +10,7 @@ import time
 import pandas as pd
 import torch
 
+from ..runtime import one_thread
 from ..net.ledger import Ledger
 from . import subnets
 from .config import GistConfig
@@ -25,7 +26,7 @@ def initial_params(cfg: GistConfig, g) -> dict[str, torch.Tensor]:
 def run(cfg: GistConfig, progress=None, rounds: int | None = None, evaluate: bool = True) -> GistResult:
     """Train `cfg`; `progress(done, total)` is called after each sync; `rounds` stops early (tests);
     `evaluate=False` evaluates the merged model only after the last sync (timing the training alone)."""
-    torch.set_num_threads(1)
+    one_thread()
     g = for_config(cfg)
     params = initial_params(cfg, g)
     ledger, rows, loss_rows, parts = Ledger(), [], [], []

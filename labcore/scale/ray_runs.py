@@ -48,7 +48,7 @@ def connect(address: str | None = None, num_cpus: int | None = None, attempts: i
 
 
 def _train_task(fn, cfg_text: str) -> tuple[tuple, dict[str, bytes]]:
-    from ..fed.engine import default_cache_dir
+    from ..runtime import default_cache_dir
     from .federation import config_from_text
 
     out = fn(config_from_text(cfg_text))
@@ -62,7 +62,7 @@ def submit(address: str | None = None, num_cpus: int | None = None):
     def run(fn, cfgs):
         import ray
 
-        from ..fed.engine import default_cache_dir
+        from ..runtime import default_cache_dir
         from .federation import config_to_text
 
         connect(address, num_cpus)

@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -64,6 +63,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..runtime import topic_cache
+from ..runtime import use_threads as use_one_thread
 from ..diverged import check_finite
 from ..fed.sampling import SETUP, NegativeSampler, round_rng, sample_clients
 from ..net.ledger import Ledger
@@ -78,11 +79,6 @@ STREAM_CLIENTS, STREAM_REQUESTS, STREAM_DROPOUT, STREAM_CHAIN, STREAM_EVAL = 101
 HISTORY_COLUMNS = ("round", "loss", "lr", "auc", "p10", "ndcg10", "sec", "union", "chain_max_diff")
 
 
-def use_one_thread() -> None:
-    """One intra-op thread unless LABCORE_THREADS says otherwise (see labcore.fed.engine.use_threads)."""
-    n = int(os.environ.get("LABCORE_THREADS", "1"))
-    if torch.get_num_threads() != n:
-        torch.set_num_threads(n)
 
 
 def _torch_seed(seed: int, round_idx: int, stream: int) -> int:
@@ -397,8 +393,7 @@ class STTResult:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("LABCORE_CACHE", str(Path.home() / ".cache" / "labcore" / "runs"))
-    return Path(base) / "sttfedrec"
+    return topic_cache("sttfedrec")
 
 
 # --- the ledger of a round ------------------------------------------------------------------------

@@ -127,7 +127,7 @@ class WirelessFedAvg:
 def simulate(cfg: WirelessConfig, progress: Callable[[float], None] | None = None,
              problem: Problem | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Play `cfg.iterations` rounds; return (per-iteration table, payload ledger)."""
-    from ..fed.engine import use_threads
+    from ..runtime import use_threads
 
     use_threads()  # one intra-op thread: these tensors are small (see labcore.fed.engine.use_threads)
     sim = WirelessFedAvg(cfg, problem)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from labcore.fed.engine import default_cache_dir
+from labcore.runtime import default_cache_dir
 from labcore.app import controls, presets, runs
 from labcore.app.charts import chart
 from labcore.app.downloads import human_columns

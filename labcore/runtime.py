@@ -1,0 +1,43 @@
+"""Where runs are stored and how many threads they use: one answer for the engine and every topic.
+
+A topic keeps its results in a folder of its own under the lab's run cache (`topic_cache("gist")`), so that one
+`LABCORE_CACHE` (the app's server sets its own) moves them all, and a student clears them all in one place.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+CACHE_ENV = "LABCORE_CACHE"
+THREADS_ENV = "LABCORE_THREADS"
+
+
+def default_cache_dir() -> Path:
+    """The lab's run cache: $LABCORE_CACHE, else ~/.cache/labcore/runs."""
+    return Path(os.environ.get(CACHE_ENV, Path.home() / ".cache" / "labcore" / "runs"))
+
+
+def topic_cache(name: str) -> Path:
+    """A topic's own folder of the run cache."""
+    return default_cache_dir() / name
+
+
+def use_threads() -> None:
+    """One intra-op thread unless LABCORE_THREADS says otherwise.
+
+    The round's tensors are small; with several processes on a 2-core laptop (the app's sessions, a notebook,
+    tests) two OpenMP threads per process spin-wait and run an order of magnitude slower than one.
+    """
+    import torch  # here: a module that only asks for the cache folder need not import torch
+
+    n = int(os.environ.get(THREADS_ENV, "1"))
+    if torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+
+
+def one_thread() -> None:
+    """One intra-op thread whatever LABCORE_THREADS says: for worker processes, which share the cores already."""
+    import torch
+
+    if torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
