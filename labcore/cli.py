@@ -90,8 +90,8 @@ def cmd_figure(ns) -> int:
     if ns.html is not None and not ns.html.strip():
         raise ValueError("--html='' is invalid: give a file (one card), a folder ('all' or a pattern), or 'none' "
                          "for no plot")
-    if ns.doc is not None and not (ns.report and ns.card in (None, "all")):
-        raise ValueError(f"--doc={ns.doc!r} is invalid without --report all: the doc's block holds every card")
+    if ns.doc is not None and not ns.report:
+        raise ValueError(f"--doc={ns.doc!r} is invalid without --report: the doc's block holds a report's tables")
     if ns.report:
         from .figures.report import markdown, write_doc
 
@@ -100,8 +100,9 @@ def cmd_figure(ns) -> int:
             raise ValueError(f"--report {prefix!r}: no card id starts with {prefix!r}; `labcore figure --list` "
                              "lists the card ids")
         if ns.doc:
-            write_doc(ns.doc)
-            print(f"wrote the reproduction tables into {ns.doc}")
+            write_doc(ns.doc, prefix=prefix)
+            print(f"wrote the reproduction tables of {f'the cards {prefix}*' if prefix else 'every card'} "
+                  f"into {ns.doc}")
         else:
             print(markdown(prefix=prefix), end="")
         return 0
@@ -251,8 +252,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--report", action="store_true",
                    help="print the reproduction tables (markdown) of the stored results: per topic and per card, "
                         "numbers within, claims holding, rows shown (card: an id prefix, e.g. colr-, or all)")
-    p.add_argument("--doc", help="with --report all: write the tables into this doc's generated block instead "
-                                 "(docs/reproduction.md)")
+    p.add_argument("--doc", help="with --report: write the tables into this doc's generated block instead of "
+                                 "printing them; the block's markers name the report it holds (--report all: "
+                                 "docs/reproduction.md; --report <topic>-: docs/topics/<topic>.md, e.g. "
+                                 "--report colr- --doc docs/topics/colr.md)")
     p.add_argument("--jobs", type=_positive_int, default=1,
                    help="with --full: train the cards' runs in this many processes first (2 on a 2-core machine)")
     p.add_argument("--backend", choices=("processes", "ray"), default="processes",

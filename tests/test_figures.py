@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from labcore import figures
+from labcore import figures, topics
 from labcore.cli import main
 from labcore.config import RunConfig
 from labcore.colr import cards, paper, runs
@@ -218,22 +218,36 @@ def test_committed_results_load_if_present(card_id, monkeypatch):
         assert res.within_tolerance  # the communication column is exact
 
 
+NOT_STORED = ("dp-", "fellrec-minilm-")  # cards with no committed full-size result (their topics' docs say why)
+SHOWN_ONLY = {"fellrec-fig7-alpha-beta"}  # the paper gives a figure only: every row is shown
+NO_NUMBERS = ("sdp-",)  # the report has no experiments: no row is a number
+
+
 @pytest.mark.parametrize("card_id", figures.card_ids())
-def test_every_committed_comparison_has_one_type_a_column(card_id, monkeypatch):
-    """Every topic's stored comparison converts to an Arrow table as the app's table widget does it, strictly: a
-    column mixing text ("0.55 < 1.76") and numbers made Streamlit print a traceback on each view of the page."""
+def test_every_committed_comparison_states_its_kinds_in_one_type_a_column(card_id, monkeypatch):
+    """Every card's stored comparison: each row's kind stated by the card itself (not derived by the registry),
+    shown exactly where unchecked, at least one row checked; and it converts to an Arrow table as the app's table
+    widget does it, strictly: a column mixing text ("0.55 < 1.76") and numbers made Streamlit print a traceback
+    on each view of the page."""
     import pyarrow as pa
 
     monkeypatch.delenv(figures.registry.RESULTS_ENV, raising=False)
     res = figures.stored(card_id)  # its plot drawn too, as the figures page draws it
     if res is None:
+        assert card_id.startswith(NOT_STORED), f"no committed result for {card_id}"
         pytest.skip(f"no committed result for {card_id}")
     assert res.figure is None or isinstance(res.figure, go.Figure)
+    card = figures.get(card_id)
+    own = card.compare_fn(res.ours, res.paper)
+    assert "kind" in own.columns and own["kind"].notna().all()  # stated by the card, not filled in by the registry
     cmp = res.comparison()
     pa.Table.from_pandas(cmp, preserve_index=False)
-    assert cmp["quantity"].notna().all()
+    assert len(cmp) and cmp["quantity"].notna().all()
     assert set(cmp["kind"]) <= set(figures.ROW_KINDS)
     assert all((k == "shown") == (ok is None or ok != ok) for k, ok in zip(cmp["kind"], cmp["ok"]))
+    assert (cmp["kind"] != "shown").any() or card_id in SHOWN_ONLY, f"{card_id} checks nothing"
+    if card_id.startswith(NO_NUMBERS):
+        assert "number" not in set(cmp["kind"])
 
 
 @pytest.mark.parametrize("card_id", figures.card_ids())
@@ -303,6 +317,42 @@ def test_the_reproduction_doc_holds_the_tables_the_stored_results_give(monkeypat
     assert main(["figure", "--report", "all", "--doc", str(copy)]) == 0
     text = copy.read_text()
     assert report.doc_block(text) == generated and text.startswith("intro\n") and text.endswith("rest\n")
+
+
+@pytest.mark.parametrize("topic", [t.name for t in topics.all_topics()
+                                   if any(cid.startswith(t.card_prefix) for cid in figures.card_ids())])
+def test_every_topic_doc_holds_the_tables_of_its_stored_results(topic, monkeypatch):
+    """docs/topics/<topic>.md's generated block is `labcore figure --report <its card prefix>`'s output."""
+    from labcore.figures import report
+
+    monkeypatch.delenv(figures.registry.RESULTS_ENV, raising=False)
+    t = topics.get(topic)
+    doc = report.topic_doc(t)
+    command = report.doc_command(doc, t.card_prefix)
+    assert doc.exists(), f"{doc} is missing: write it with the lines report.markers({t.card_prefix!r}), then {command}"
+    assert report.doc_block(doc.read_text(), t.card_prefix) == report.markdown(prefix=t.card_prefix), (
+        f"{doc.relative_to(doc.parents[2])} is stale: {command}")
+
+
+def test_a_doc_takes_the_tables_of_the_report_its_block_names(tmp_path, capsys):
+    """A topic's block is written by its prefix, and only the block; a doc whose block names another report is
+    refused and left as it was."""
+    from labcore.figures import report
+
+    begin, end = report.markers("colr-")
+    doc = tmp_path / "colr.md"
+    doc.write_text(f"intro\n{begin}\nold\n{end}\nrest\n")
+    assert main(["figure", "--report", "colr-", "--doc", str(doc)]) == 0
+    text = doc.read_text()
+    assert report.doc_block(text, "colr-") == report.markdown(prefix="colr-")
+    assert text.startswith(f"intro\n{begin}\n") and text.endswith(f"{end}\nrest\n")
+    capsys.readouterr()
+    for argv in (["figure", "--report", "all", "--doc", str(doc)], ["figure", "--report", "fair-", "--doc", str(doc)]):
+        assert main(argv) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err == (f"labcore: --doc={str(doc)!r} is invalid without --report colr-: the doc's block "
+                                     "holds the cards whose id starts with 'colr-'\n")
+    assert doc.read_text() == text
 
 
 def test_a_comparison_column_mixing_text_and_numbers_becomes_text_as_printed():

@@ -1,5 +1,5 @@
-"""The GIST cards' verdicts: every compare row says what it is (a number the report prints, a claim it states, or
-shown), and a chance-level result fails every card."""
+"""The GIST cards' verdicts: the rows the report cannot be held to (CiteSeer, Table 1's m = 8) are shown, not
+checked, and a chance-level result fails every card (every row's kind, for every topic: tests/test_figures.py)."""
 import pytest
 
 from labcore import figures
@@ -19,16 +19,6 @@ def _stored(card_id):
 
 def test_the_topic_has_these_cards():
     assert set(G.CARDS) == set(IDS)
-
-
-@pytest.mark.parametrize("card_id", IDS)
-def test_every_row_of_the_stored_comparison_has_its_kind(card_id):
-    card, ours = G.CARDS[card_id], _stored(card_id)
-    own = card.compare_fn(ours, card.paper)
-    assert "kind" in own.columns and own["kind"].notna().all()  # set by the card, not filled in by the registry
-    cmp = card.compare(ours)
-    assert set(cmp["kind"]) <= {"number", "claim", "shown"}
-    assert ((cmp["kind"] == "shown") == cmp["ok"].isna()).all()
 
 
 @pytest.mark.parametrize("card_id", ["gist-table1-cora", "gist-appendix-local1", "gist-fig4"])

@@ -1,6 +1,7 @@
 """What both backbones' FELLRec cards share: the topic's card dict, the registration, the row shape of a
 comparison (kind: a paper number checked with a tolerance, a paper claim checked as stated, or shown), and the
-checks both backbones run alike: Table 6, Figs. 3 and 4 (the probes and the offloading costs)."""
+checks both backbones run alike: Table 1's two checked rows, Table 6, Figs. 3 and 4 (the probes and the
+offloading costs)."""
 from __future__ import annotations
 
 import numpy as np
@@ -50,6 +51,26 @@ def _gain_tolerance(o) -> float:
     n = max(float(o.loc["fedavg", "seeds"]), 1.0)
     sd = np.hypot(o.loc["fellrec", "R@10_std"], o.loc["fedavg", "R@10_std"]) / o.loc["fedavg", "R@10"]
     return float(2 * sd / np.sqrt(n))
+
+
+def _table1_verdicts(o, p, backend: str) -> list[dict]:
+    """Table 1's two checked rows, alike on both backends: FELLRec's R@10 above FedAvg's, FedProx's and Ditto's
+    (the claim, as stated), and its gain over FedAvg within two standard errors of our seeds of the paper's gain
+    with `backend`. o: ours by method (mean over seeds, with R@10_std and seeds); p: the paper's `backend` rows
+    by method."""
+    rivals = [m for m in ("fedavg", "fedprox", "ditto") if m in o.index]
+    gain = o.loc["fellrec", "R@10"] / o.loc["fedavg", "R@10"] - 1
+    paper_gain = p.loc["fellrec", "R@10"] / p.loc["fedavg", "R@10"] - 1
+    tol = _gain_tolerance(o)
+    return [
+        _row("FELLRec R@10 above FedAvg, FedProx and Ditto",
+             f"{p.loc['fellrec', 'R@10']:.4f} > " + " / ".join(f"{p.loc[m, 'R@10']:.4f}" for m in rivals),
+             f"{o.loc['fellrec', 'R@10']:.4f} vs " + " / ".join(f"{o.loc[m, 'R@10']:.4f}" for m in rivals),
+             _above_all(o.loc["fellrec", "R@10"], [o.loc[m, "R@10"] for m in rivals]), CLAIM,
+             "the paper: FELLRec outperforms the other privacy-preserving methods (mean of seeds)"),
+        _row("FELLRec R@10 / FedAvg R@10 - 1", paper_gain, gain, bool(abs(gain - paper_gain) <= tol), NUMBER,
+             f"within ±{tol:.3f} (two standard errors of our seeds) of the paper's {backend} gain"),
+    ]
 
 
 def _cmp_table6(ours, paper):

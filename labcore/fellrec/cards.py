@@ -11,8 +11,8 @@ import pandas as pd
 from ..figures.registry import FigureCard
 from . import experiments as E
 from . import plots
-from .card_kit import (CARDS, CLAIM, NUMBER, SHOWN, _above_all, _cmp_fig3, _cmp_fig4, _cmp_table6, _gain_tolerance,
-                       _row, _smoke, _with_size, register)
+from .card_kit import (CARDS, CLAIM, SHOWN, _cmp_fig3, _cmp_fig4, _cmp_table6, _row, _smoke, _table1_verdicts,
+                       _with_size, register)
 from .paper import SUBSTITUTION, TABLE1, TABLE4, TABLE6
 
 DATASET = "ml-100k (full) / synthetic (smoke)"
@@ -30,18 +30,7 @@ def _cmp_table1(ours, paper):
     p = paper[paper["backend"] == "BIGRec"].set_index("method")
     rows = [_row(f"{m} R@10", p.loc[m, "R@10"], o.loc[m, "R@10"], None, SHOWN, "different data and model")
             for m in ("central", "fedavg", "fedprox", "ditto", "fellrec") if m in o.index]
-    rivals = [m for m in ("fedavg", "fedprox", "ditto") if m in o.index]
-    rows.append(_row("FELLRec R@10 above FedAvg, FedProx and Ditto",
-                     f"{p.loc['fellrec', 'R@10']:.4f} > " + " / ".join(f"{p.loc[m, 'R@10']:.4f}" for m in rivals),
-                     f"{o.loc['fellrec', 'R@10']:.4f} vs " + " / ".join(f"{o.loc[m, 'R@10']:.4f}" for m in rivals),
-                     _above_all(o.loc["fellrec", "R@10"], [o.loc[m, "R@10"] for m in rivals]), CLAIM,
-                     "the paper: FELLRec outperforms the other privacy-preserving methods (mean of seeds)"))
-    gain = o.loc["fellrec", "R@10"] / o.loc["fedavg", "R@10"] - 1
-    paper_gain = p.loc["fellrec", "R@10"] / p.loc["fedavg", "R@10"] - 1
-    tol = _gain_tolerance(o)
-    rows.append(_row("FELLRec R@10 / FedAvg R@10 - 1", paper_gain, gain, bool(abs(gain - paper_gain) <= tol),
-                     NUMBER, f"within ±{tol:.3f} (two standard errors of our seeds) of the paper's BIGRec gain"))
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows + _table1_verdicts(o, p, "BIGRec"))
 
 
 register(FigureCard(

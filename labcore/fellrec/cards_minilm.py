@@ -12,8 +12,8 @@ import pandas as pd
 from ..figures.registry import FigureCard
 from . import experiments as E
 from . import plots
-from .card_kit import (CLAIM, NUMBER, SHOWN, _above_all, _cmp_fig3, _cmp_fig4, _cmp_table6, _gain_tolerance, _row,
-                       _smoke, _with_size, register)
+from .card_kit import (CLAIM, SHOWN, _cmp_fig3, _cmp_fig4, _cmp_table6, _row, _smoke, _table1_verdicts, _with_size,
+                       register)
 from .paper import TABLE1, TABLE4, TABLE6
 
 B = "minilm"
@@ -40,18 +40,7 @@ def _cmp_table1(ours, paper):
         rows.append(_row("fine-tuning helps: centralized R@10 > zero-shot R@10", "premise of the paper",
                          f"{o.loc['central', 'R@10']:.4f} vs {o.loc['zero-shot', 'R@10']:.4f}",
                          bool(o.loc["central", "R@10"] > o.loc["zero-shot", "R@10"]), CLAIM, "as stated"))
-    rivals = [m for m in ("fedavg", "fedprox", "ditto") if m in o.index]
-    rows.append(_row("FELLRec R@10 above FedAvg, FedProx and Ditto",
-                     f"{p.loc['fellrec', 'R@10']:.4f} > " + " / ".join(f"{p.loc[m, 'R@10']:.4f}" for m in rivals),
-                     f"{o.loc['fellrec', 'R@10']:.4f} vs " + " / ".join(f"{o.loc[m, 'R@10']:.4f}" for m in rivals),
-                     _above_all(o.loc["fellrec", "R@10"], [o.loc[m, "R@10"] for m in rivals]), CLAIM,
-                     "the paper: FELLRec outperforms the other privacy-preserving methods (mean of seeds)"))
-    gain = o.loc["fellrec", "R@10"] / o.loc["fedavg", "R@10"] - 1
-    paper_gain = p.loc["fellrec", "R@10"] / p.loc["fedavg", "R@10"] - 1
-    tol = _gain_tolerance(o)
-    rows.append(_row("FELLRec R@10 / FedAvg R@10 - 1", paper_gain, gain, bool(abs(gain - paper_gain) <= tol),
-                     NUMBER, f"within ±{tol:.3f} (two standard errors of our seeds) of the paper's RecFormer gain"))
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows + _table1_verdicts(o, p, "RecFormer"))
 
 
 register(FigureCard(

@@ -1,19 +1,46 @@
-"""The reproduction tables of docs/reproduction.md, built from the stored results (results/<id>.csv/.json).
+"""The reproduction tables of docs/reproduction.md and docs/topics/<topic>.md, built from the stored results
+(results/<id>.csv/.json).
 
 `labcore figure --report all` prints them: per topic, the paper numbers within tolerance, the claims that hold
 and the rows only shown; per card the same with the time of its runs; then every checked row with its kind.
-docs/reproduction.md holds this output between two markers, and a test fails when the two differ.
+`labcore figure --report <prefix>` prints the same for the cards whose id starts with the prefix (a topic's:
+`colr-`). A doc holds one such output between two markers that name the report (`markers`), written by
+`labcore figure --report <prefix or all> --doc <doc>`: docs/reproduction.md every card's, each
+docs/topics/<topic>.md its topic's (`topic_doc`); a test fails when a doc and the stored results differ.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
 
 from .registry import Tally, list_cards, results_dir, stored
 
-DOC_BEGIN = "<!-- begin: labcore figure --report all (generated from results/; do not edit by hand) -->"
-DOC_END = "<!-- end: labcore figure --report all -->"
+DOCS = Path(__file__).resolve().parents[2] / "docs"  # the checkout's docs/
+
+
+def markers(prefix: str = "") -> tuple[str, str]:
+    """The lines around a doc's block of `labcore figure --report <prefix>` ('' or 'all': every card)."""
+    which = prefix if prefix and prefix != "all" else "all"
+    return (f"<!-- begin: labcore figure --report {which} (generated from results/; do not edit by hand) -->",
+            f"<!-- end: labcore figure --report {which} -->")
+
+
+DOC_BEGIN, DOC_END = markers()
+_BEGIN = re.compile(r"<!-- begin: labcore figure --report (\S+) \(generated from results/; do not edit by hand\) -->")
+
+
+def topic_doc(topic) -> Path:
+    """The doc of a topic (a `labcore.topics.Topic`), whose block holds `--report <its card prefix>`."""
+    return DOCS / "topics" / f"{topic.name}.md"
+
+
+def doc_command(path: Path | str, prefix: str = "") -> str:
+    """The command that writes the block of `--report <prefix>` into `path` (relative to the checkout if inside)."""
+    path = Path(path).resolve()
+    shown = path.relative_to(DOCS.parent) if path.is_relative_to(DOCS.parent) else path
+    return f"labcore figure --report {prefix or 'all'} --doc {shown}"
 
 
 def _fmt_s(s) -> str:
@@ -105,18 +132,31 @@ def markdown(folder: Path | str | None = None, prefix: str = "") -> str:
     return "\n".join(topic_lines) + "\n\n" + "\n".join(head) + "\n\n" + "\n".join(body) + "\n"
 
 
-def doc_block(text: str) -> str:
-    """The generated part of a doc (between DOC_BEGIN and DOC_END), as it stands."""
-    if DOC_BEGIN not in text or DOC_END not in text:
-        raise ValueError(f"the doc has no generated block: it needs the lines {DOC_BEGIN!r} and {DOC_END!r}")
-    return text.split(DOC_BEGIN, 1)[1].split(DOC_END, 1)[0].strip("\n") + "\n"
+def doc_report(text: str) -> str | None:
+    """Which report a doc's generated block holds: 'all', a card id prefix, or None (the doc has no block)."""
+    found = _BEGIN.search(text)
+    return found.group(1) if found else None
 
 
-def write_doc(path: Path | str, folder: Path | str | None = None) -> None:
-    """Replace the generated block of `path` with `markdown()` of every card."""
-    path = Path(path)
-    text = path.read_text()
-    doc_block(text)
-    before, rest = text.split(DOC_BEGIN, 1)
-    after = rest.split(DOC_END, 1)[1]
-    path.write_text(f"{before}{DOC_BEGIN}\n{markdown(folder)}{DOC_END}{after}")
+def doc_block(text: str, prefix: str = "") -> str:
+    """The generated part of a doc (between the markers of `--report <prefix>`), as it stands."""
+    begin, end = markers(prefix)
+    if begin not in text or end not in text:
+        raise ValueError(f"the doc has no generated block of --report {prefix or 'all'}: it needs the lines "
+                         f"{begin!r} and {end!r}")
+    return text.split(begin, 1)[1].split(end, 1)[0].strip("\n") + "\n"
+
+
+def write_doc(path: Path | str, folder: Path | str | None = None, prefix: str = "") -> None:
+    """Replace the generated block of `path` with `markdown()` of the cards whose id starts with `prefix` ('' or
+    'all': every card). A doc whose block holds another report is refused, and left as it was."""
+    text = Path(path).read_text()
+    which, held = prefix if prefix and prefix != "all" else "all", doc_report(text)
+    if held is not None and held != which:
+        holds = "every card" if held == "all" else f"the cards whose id starts with {held!r}"
+        raise ValueError(f"--doc={str(path)!r} is invalid without --report {held}: the doc's block holds {holds}")
+    doc_block(text, prefix)
+    begin, end = markers(prefix)
+    before, rest = text.split(begin, 1)
+    after = rest.split(end, 1)[1]
+    Path(path).write_text(f"{before}{begin}\n{markdown(folder, '' if which == 'all' else which)}{end}{after}")
