@@ -52,7 +52,7 @@ def assert_a_stopped_run_resumes(cfg, data, folder, stop_after: int = 7):
             assert resumed.table[col].dropna().tolist() == full.table[col].dropna().tolist()
 
 
-# --- what a browser that lost a widget's value would mount (tests/test_app_mount.py) ---------------------------
+# --- what a browser that lost a widget's value would mount (tests/core/app/test_app_mount.py) ---------------------------
 _VALUED = ("Selectbox", "Radio", "SelectSlider", "Multiselect", "ButtonGroup", "Slider", "NumberInput", "Toggle",
            "Checkbox")
 
@@ -97,7 +97,7 @@ def _current(el) -> list:
 
 def mount_mismatches(at, least: int = 5) -> list:
     """(key, value a browser without the widget's state would mount, value now) of every keyed widget where the
-    two differ (tests/test_app_mount.py says why it matters)."""
+    two differ (tests/core/app/test_app_mount.py says why it matters)."""
     widgets = list(_widgets(at.sidebar)) + list(_widgets(at.main))
     assert len(widgets) >= least, f"the page drew {len(widgets)} keyed widgets, fewer than {least}"
     return [(el.key, _mounted(el), _current(el)) for el in widgets if _mounted(el) != _current(el)]

@@ -5,7 +5,7 @@ values sent and the serialized bytes of one client's message in the wire
 format of `labcore.net.message` (framing included) together with the
 theoretical bits, i.e. what the payload ledger will measure when the run
 trains. It answers in well under a millisecond, so the Explorer shows it the
-moment a setting changes. `tests/test_app_analytic.py` checks it against the
+moment a setting changes. `tests/core/app/test_app_analytic.py` checks it against the
 ledger of a real round for every method, with and without quantization.
 
 SCoLR's local rank r_u is drawn per client and round: its rows are the

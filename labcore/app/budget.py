@@ -22,7 +22,7 @@ server's, set by whoever hosts the lab, never by a link:
     LABCORE_APP_ENCRYPTIONS=50000   # ciphertexts (CKKS) or values (Paillier) per request (default 20000)
     LABCORE_APP_BUDGET=off          # no limits (a laptop, one person)
 
-The defaults fit every preset and every page's default view (tests/test_app_hosted.py) and the paper's own
+The defaults fit every preset and every page's default view (tests/core/app/test_app_hosted.py) and the paper's own
 1000-round ML-1M run of one method (99 million sample-steps). This module does not import Streamlit.
 """
 from __future__ import annotations

@@ -8,7 +8,7 @@ The encoder is BERT (Devlin et al. 2019) at MiniLM's size: word + position + tok
 LayerNorm, then 6 post-LayerNorm layers of 12-head self-attention (hidden 384) and a GELU MLP (1536).
 LoRA (rank r, scale alpha / r) sits on query, key, value and the attention output of every layer, the
 lab's own `LoRALinear` (model.py): a fresh adapter (B = 0) leaves the pre-trained model unchanged.
-tests/test_fellrec_minilm.py checks the hidden states against transformers' `BertModel` within 1e-5.
+tests/fellrec/test_fellrec_minilm.py checks the hidden states against transformers' `BertModel` within 1e-5.
 """
 from __future__ import annotations
 

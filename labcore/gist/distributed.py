@@ -5,7 +5,7 @@ shared seed (so the partition itself never travels). Between syncs worker i trai
 At a sync it serializes its blocks into a `labcore.net.message.Message`, the m byte strings are exchanged
 with one `all_gather` (there is no server: every worker receives every block and merges the same way, in
 rank order), and the merge is the one of `subnets.merge`. So for the same config the weights equal the
-simulation's (`simulate.run`) float for float; `tests/test_gist_distributed.py` checks that.
+simulation's (`simulate.run`) float for float; `tests/gist/test_gist_distributed.py` checks that.
 
 Measured per sync and worker: seconds of local training, seconds waiting for the slowest worker
 (a barrier), seconds of the exchange itself, and the bytes of the message sent.

@@ -5,7 +5,7 @@ those bytes (what would travel) and the theoretical bit count beside it (what an
 ideal encoder would need).
 
 The wire format's length depends only on a part's name, kind, dtype and shape
-(tests/test_engine_scale.py checks this for every kind), so by default one
+(tests/core/test_engine_scale.py checks this for every kind), so by default one
 message per distinct row length of a part is serialized and its measured size
 counted for every client with that length: a full-participation round costs a
 few serializations, not one per client; a length measured once is remembered

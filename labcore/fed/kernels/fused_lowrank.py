@@ -25,7 +25,7 @@ from .common import FAST, add_loss, end_step, gather_batch, open_rows
 from .dispatch import SMALL_RANK
 
 # exp(z) = 2^n exp(r), n = round(z log2 e), r = z - n ln 2 (ln 2 in two parts: n ln2_hi is exact), exp(r) by
-# Cephes' expf polynomial (S. Moshier): within one float32 ulp of the exact value (`tests/test_fused_lowrank.py`)
+# Cephes' expf polynomial (S. Moshier): within one float32 ulp of the exact value (`tests/core/test_fused_lowrank.py`)
 _LOG2E = np.float32(1.44269504088896341)
 _LN2_HI = np.float32(0.693359375)
 _LN2_LO = np.float32(-2.12194440e-4)

@@ -275,7 +275,7 @@ def test_every_stored_result_names_a_command_that_regenerates_it(card_id, monkey
         if words[1] == "-m":
             assert importlib.util.find_spec(words[2]) is not None, words
         else:
-            assert (Path(__file__).resolve().parents[1] / words[1]).exists(), words
+            assert (Path(__file__).resolve().parents[2] / words[1]).exists(), words
         assert card_id in words or "--full" in words or "--save" in words, words
 
 
@@ -308,7 +308,7 @@ def test_the_reproduction_doc_holds_the_tables_the_stored_results_give(monkeypat
     from labcore.figures import report
 
     monkeypatch.delenv(figures.registry.RESULTS_ENV, raising=False)
-    doc = Path(__file__).resolve().parents[1] / "docs" / "reproduction.md"
+    doc = Path(__file__).resolve().parents[2] / "docs" / "reproduction.md"
     generated = report.markdown()
     assert report.doc_block(doc.read_text()) == generated, (
         "docs/reproduction.md is stale: labcore figure --report all --doc docs/reproduction.md")

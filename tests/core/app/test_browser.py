@@ -184,7 +184,7 @@ def test_stop_halts_the_run_between_rounds_and_resume_continues_it(server, page)
 
 
 def test_a_crafted_link_is_refused_by_name_and_bounded_by_the_work_budget(server, page):
-    """The hosted mode in a real browser (tests/test_app_hosted.py drives 22 such links with AppTest): the Explorer
+    """The hosted mode in a real browser (tests/core/app/test_app_hosted.py drives 22 such links with AppTest): the Explorer
     link of a thousand negatives per positive names the ignored field, shows the budget's message, runs nothing."""
     page.goto(server + "/?num_negatives=1000&local_epochs=10&clients_per_round=50&synthetic_size=ml1m&rounds=1000")
     page.wait_for_function("() => document.body.innerText.includes('work budget')", polling=250)

@@ -73,7 +73,7 @@ def test_fair_app_page_renders(shared_cache, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("LABCORE_CACHE", str(shared_cache))
-    page = Path(__file__).resolve().parents[1] / "labcore" / "fair" / "page.py"
+    page = Path(__file__).resolve().parents[2] / "labcore" / "fair" / "page.py"
     at = AppTest.from_file(str(page), default_timeout=120)
     at.query_params["_fair_data"] = "synthetic"
     at.query_params["_fair_rounds"] = "4"
@@ -84,7 +84,7 @@ def test_fair_app_page_renders(shared_cache, monkeypatch):
     assert not at.exception and len(at.dataframe) >= 2  # devices, trade-off (+ a stored card if any)
 
 
-# --- verdicts: a baseline or chance result fails the card (every row's kind: tests/test_figures.py) --------
+# --- verdicts: a baseline or chance result fails the card (every row's kind: tests/core/test_figures.py) --------
 @pytest.fixture
 def committed_results(monkeypatch):
     monkeypatch.delenv(registry.RESULTS_ENV, raising=False)  # the checkout's results/

@@ -8,7 +8,7 @@ import pytest
 from labcore import figures
 from labcore.completion import cards as C
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 IDS = ("completion-fig1-irls", "completion-fig2-easy", "completion-fig3-hard", "completion-fig4-ml100k",
        "completion-table1")
 

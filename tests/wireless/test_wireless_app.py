@@ -18,7 +18,7 @@ def test_topic_is_declared():
 
 @pytest.mark.parametrize("card_id", CARD_IDS)
 def test_figure_cards_run_the_reports_dimension_at_full_size(card_id):
-    """(Every card's smoke size runs in tests/test_figures.py.)"""
+    """(Every card's smoke size runs in tests/core/test_figures.py.)"""
     card = cards.CARDS[card_id]
     if card.kind == "figure":
         assert len(card.configs("full")) >= 4 and card.configs("full")[0].d == 200

@@ -211,7 +211,7 @@ def test_invalid_command_lines_as_real_processes():
     """A few of them as `labcore ...` processes (the console script's exit code and its stderr), started together."""
     import os
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     calls = [(["run", "--lr", "inf"], "lr=inf is invalid"),
              (["figure", "--report", "zzz"], "no card id starts with 'zzz'"),

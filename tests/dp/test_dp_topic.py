@@ -50,7 +50,7 @@ def test_every_preset_opens_the_privacy_page_with_values_it_offers():
 
 def test_the_privacy_page_draws_the_ledgers_bytes_beside_the_accountants_epsilon(monkeypatch):
     """Five DP rounds on the tiny synthetic data: one bar pair and one epsilon point a round, the last epsilon the
-    one the page reports (the view itself is checked exactly in tests/test_results_ledger_view.py)."""
+    one the page reports (the view itself is checked exactly in tests/core/test_results_ledger_view.py)."""
     import base64
     import json
     import types
@@ -69,7 +69,7 @@ def test_the_privacy_page_draws_the_ledgers_bytes_beside_the_accountants_epsilon
     img = np.zeros((1, 8, 8))  # the inversion below the training is not what this test reads
     monkeypatch.setattr(inversion, "attack", lambda setup: types.SimpleNamespace(
         originals=img, reconstructions=img, psnr=np.array([10.0]), mean_image_psnr=10.0))
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "labcore/dp/page.py"), default_timeout=300)
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "labcore/dp/page.py"), default_timeout=300)
     at.query_params.update({"_dp_data": "synthetic (tiny)", "_dp_rounds": "5", "_dp_m": "10"})
     at.run()
     assert not at.exception and not at.error

@@ -1,4 +1,4 @@
-"""FELLRec end to end: a federated run, the app page, the exercises (every card at smoke size: tests/test_figures.py)."""
+"""FELLRec end to end: a federated run, the app page, the exercises (every card at smoke size: tests/core/test_figures.py)."""
 from pathlib import Path
 
 import pandas as pd
@@ -11,7 +11,7 @@ from labcore.fellrec.experiments import base, heating
 from labcore.fellrec.federated import run
 
 use_threads()  # one intra-op thread, as the lab's runs (two spin-wait on a loaded 2-core machine)
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_fellrec_run_heats_and_is_deterministic():
@@ -73,7 +73,7 @@ def test_the_notebook_asks_what_its_checkers_check():
     assert f'BACKBONE = "{ex.BACKBONE}"' in text
 
 
-# --- verdicts: a baseline result fails (every stored row's kind: tests/test_figures.py) ----------------------
+# --- verdicts: a baseline result fails (every stored row's kind: tests/core/test_figures.py) ----------------------
 KINDS = {"number", "claim", "shown"}
 
 

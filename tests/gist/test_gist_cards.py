@@ -1,5 +1,5 @@
 """The GIST cards' verdicts: the rows the report cannot be held to (CiteSeer, Table 1's m = 8) are shown, not
-checked, and a chance-level result fails every card (every row's kind, for every topic: tests/test_figures.py)."""
+checked, and a chance-level result fails every card (every row's kind, for every topic: tests/core/test_figures.py)."""
 import pytest
 
 from labcore import figures

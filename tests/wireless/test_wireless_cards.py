@@ -1,5 +1,5 @@
 """The wireless report's cards: only the numbers the report prints are rows of kind number, and a baseline result
-fails the checks (every row's kind, for every topic: tests/test_figures.py)."""
+fails the checks (every row's kind, for every topic: tests/core/test_figures.py)."""
 from __future__ import annotations
 
 import json

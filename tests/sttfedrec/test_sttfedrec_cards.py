@@ -131,7 +131,7 @@ def test_split_learning_page_warns_about_a_bad_link_until_dismissed(monkeypatch)
     assert not any("rho='2'" in w.value for w in at.warning)
 
 
-# --- verdicts: a chance-level or baseline result fails (every row's kind: tests/test_figures.py) -------------
+# --- verdicts: a chance-level or baseline result fails (every row's kind: tests/core/test_figures.py) -------------
 def _stored(card_id):
     from labcore import figures
 

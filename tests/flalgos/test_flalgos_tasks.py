@@ -13,7 +13,7 @@ MF = dict(task="mf", mf_dataset="synthetic-small", clients_per_round=30, local_s
           rounds=8, eval_every=4, weighting="uniform")
 
 
-# DP-FedAvg's Poisson cohorts have random sizes (its bytes and training: tests/test_flalgos_dp.py)
+# DP-FedAvg's Poisson cohorts have random sizes (its bytes and training: tests/flalgos/test_flalgos_dp.py)
 @pytest.mark.parametrize("alg", [a for a in ALGORITHMS if a not in PERSONALIZED + ("dpfedavg",)])
 def test_every_global_algorithm_trains_mf_with_private_user_vectors(alg):
     cfg = FLConfig(algorithm=alg, mu=0.1, q=0.5, server_lr=0.03 if alg in ("fedadam", "fedyogi") else 1.0, **MF)

@@ -26,7 +26,7 @@ def test_topic_declares_itself():
 
 @pytest.mark.parametrize("card_id", CARD_IDS)
 def test_cards_smoke_and_full_sizes_run_the_same_configs_of_the_topic(card_id):
-    """(Every card's smoke size runs in tests/test_figures.py.)"""
+    """(Every card's smoke size runs in tests/core/test_figures.py.)"""
     card = registry.get(card_id)
     assert all(c.key().startswith("flalgos-") for c in card.configs("smoke"))
     assert len(card.configs("full")) == len(card.configs("smoke"))

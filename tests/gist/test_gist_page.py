@@ -6,11 +6,11 @@ import pytest
 from labcore import figures
 from labcore.gist import cards
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_bytes_card_is_exact_even_on_the_smoke_graph():
-    """(Every card's smoke size runs in tests/test_figures.py.)"""
+    """(Every card's smoke size runs in tests/core/test_figures.py.)"""
     res = figures.reproduce("gist-bytes", "smoke")
     assert "not the paper" in res.figure.layout.title.text
     assert cards.CARDS["gist-bytes"].check(res.ours)

@@ -312,7 +312,7 @@ def test_figures_page_warns_about_an_unknown_card():
 
 
 def test_figures_page_renders_a_stored_reproduction_of_every_topic():
-    """One stored card a topic through the page (every stored result loads and plots: tests/test_figures.py)."""
+    """One stored card a topic through the page (every stored result loads and plots: tests/core/test_figures.py)."""
     from labcore import topics
     from labcore.figures import list_cards, stored
 

@@ -19,7 +19,7 @@ from labcore.cli import main as cli_main
 from labcore.fed.engine import CHECKPOINT, CHECKSUM_TAG
 from labcore.results import INTEGRITY, DamagedResult, Result, verify
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CFG = RunConfig(method="colr", synthetic_size="tiny", dim=8, rank=2, rounds=6, clients_per_round=8, local_epochs=1,
                 batch_size=16, eval_every=2, rank_every=3, checkpoint_every=2)
 CLI_ARGS = ["run", "--method=colr", "--synthetic-size=tiny", "--dim=8", "--rank=2", "--rounds=6",

@@ -23,7 +23,7 @@ from labcore.fed.engine import CHECKPOINT, Simulation, load_checkpoint, run, run
 from labcore.fed.scaffold import ControlVariates
 from labcore.results import Result
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COMMON = dict(clients_per_round=8, local_epochs=2, batch_size=16, dim=8, rounds=8, eval_every=3, rank_every=2,
               checkpoint_every=2)
 ALGORITHMS = {

@@ -1,5 +1,5 @@
 """CoLR figure cards' verdicts: a baseline or chance result fails the card (that every row states its kind is
-checked for every topic's cards in tests/test_figures.py).
+checked for every topic's cards in tests/core/test_figures.py).
 
 A check that a baseline or chance would pass is not a check: each test below feeds a card the committed result
 with the method under test replaced by its baseline (or by chance) and expects the card to fail.

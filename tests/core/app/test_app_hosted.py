@@ -291,5 +291,5 @@ def test_a_run_whose_last_viewer_left_is_cancelled(monkeypatch, tmp_path):
     assert job.done and job.stopped and job.round < cfg.rounds
 
 
-# The real-browser check of the crafted Explorer link is in tests/test_browser.py (it shares that file's server).
+# The real-browser check of the crafted Explorer link is in tests/core/app/test_browser.py (it shares that file's server).
 
