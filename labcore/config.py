@@ -7,10 +7,12 @@ string (the app keeps its whole state in the URL).
 """
 from __future__ import annotations
 
+import functools
+
 import typing
 from dataclasses import dataclass, field, fields
 
-from .fed.kernels.dispatch import SMALL_RANK, choose_kernel
+from .fed.kernels.dispatch import SMALL_RANK, choose_kernel  # noqa: F401  (SMALL_RANK: importers find it here)
 from .fed.memory import PERSONAL_LIMIT, table_bytes
 from .net.budget import exceeds
 from .privacy.params import MAX_PRIME_BITS, MIN_PRIME_BITS, check_ckks  # pure Python: no TenSEAL import
@@ -146,36 +148,26 @@ class RunConfig(TypedConfig):
 
     # --- identity -------------------------------------------------------
     def key(self) -> str:
-        """Stable hash of every field that can change the numbers: the cache key for results."""
-        skip = _NOT_IN_KEY + _unused_encryption_fields(self.encryption)
-        skip += _UNUSED_SERVER_FIELDS.get(self.server_optimizer, ())
-        skip += ("straggler_policy",) if not self.stragglers else ()  # no straggler: no policy applies
-        skip += ("secagg_threshold",) if not self.dropout else ()  # everyone uploads: any threshold is met
-        skip += _unused_robust_fields(self.attack, self.defense)
-        skip += tuple(f for f, on in _PERSONAL_FIELDS if self.personalization != on)
-        skip += tuple(k for k, v in _KEY_FROM_NON_DEFAULT.items() if getattr(self, k) == v)
+        """The cache key for results: a hash of the store version and every field that differs from its default and
+        can change the numbers. A new field at its default leaves every key as it was; a change of the code that
+        changes the numbers raises STORE_VERSION, and every stored run is made again."""
+        skip = set(_NOT_IN_KEY + _unused_encryption_fields(self.encryption))
+        skip.update(_UNUSED_SERVER_FIELDS.get(self.server_optimizer, ()))
+        skip.update(("straggler_policy",) if not self.stragglers else ())  # no straggler: no policy applies
+        skip.update(("secagg_threshold",) if not self.dropout else ())  # everyone uploads: any threshold is met
+        skip.update(_unused_robust_fields(self.attack, self.defense))
+        skip.update(f for f, on in _PERSONAL_FIELDS if self.personalization != on)
         # a channel budget acts on quantized levels only: over a float32 link it cannot change the numbers
-        skip += tuple(f"{d}_link_budget" for d in ("up", "down") if not getattr(self, f"{d}_bits"))
-        d = {k: v for k, v in self.to_dict().items() if k not in skip}
-        if self.up_bits:  # a quantized uplink's numbers changed with its summation order and draws (_QUANTIZED_UPLINK)
-            d["quantized_uplink"] = self._quantized_uplink_version()
-        if self.small_rank_kernel():
-            d["local_kernel"] = _SMALL_RANK_KERNEL
-        return hash_key(d)
+        skip.update(f"{d}_link_budget" for d in ("up", "down") if not getattr(self, f"{d}_bits"))
+        default = _defaults()
+        changed = {k: v for k, v in self.to_dict().items() if k not in skip and v != default[k]}
+        return hash_key({"store": STORE_VERSION, **changed})
 
     def small_rank_kernel(self) -> bool:
         """Whether local training runs in the kernel compiled for its rank (`fed.kernels.fused_lowrank`): CoLR and
         SCoLR at rank <= SMALL_RANK without FedProx (`fed.kernels.dispatch.choose_kernel`, the trainer's rule)."""
         return choose_kernel(low_rank=self.method in ("colr", "scolr"), rank=self.rank, prox_mu=self.prox_mu,
                              scaffold=self.scaffold) == "lowrank_small"
-
-    def _quantized_uplink_version(self) -> int:
-        if not self.quantized_by_rows():
-            return _QUANTIZED_UPLINK
-        if not self.noisy_link("up"):
-            return _QUANTIZED_BY_ROWS
-        factor_major_weighted = self.method in ("colr", "scolr") and self.aggregation == "weighted"
-        return _QUANTIZED_FACTOR_WEIGHTED_NOISY if factor_major_weighted else _QUANTIZED_BY_ROWS_NOISY
 
     def describe(self) -> str:
         m = self.method
@@ -223,28 +215,16 @@ class RunConfig(TypedConfig):
         return tuple(self.ckks_coeff_bits) or (60, self.ckks_scale_bits, 60)
 
 
-# A quantized run amplifies a last-bit difference (a value crosses a rounding threshold) and its draws are part of
-# its numbers, so its key carries the version of how its uplink is summed and drawn: results made another way are
-# not served for it. Each way of quantizing the uplink has its own number (the history of the numbers is in git).
-_QUANTIZED_UPLINK = 2  # any method: the dequantized update read back onto the touched rows, clients summed in order
-_QUANTIZED_BY_ROWS = 3  # ROW_QUANTIZED methods: one draw per value a client holds (its touched rows)
-_QUANTIZED_BY_ROWS_NOISY = 5  # the same over a noisy link: each received level drawn from its exact distribution
-_QUANTIZED_FACTOR_WEIGHTED_NOISY = 6  # CoLR / SCoLR over a noisy link, weighted: tables weighted in storage order
-# The small-rank kernel's last bits differ from the general one's (summation order, exp from a polynomial), so its
-# runs carry `local_kernel` in the key (`fed.kernels.dispatch` decides which kernel trains).
-_SMALL_RANK_KERNEL = 1
+# The version of the stored results: raised with every change of the code that changes the numbers a config gives
+# (a summation order, a random draw, a kernel), so that no result made another way is served for it.
+STORE_VERSION = 1
 ROW_QUANTIZED = ("fedmf", "colr", "scolr")  # methods whose uplink is each client's table, held by its touched rows
 _NOT_IN_KEY = ("checkpoint_every",)  # bookkeeping that does not change the numbers
-# Fields whose default is out of the key, so that results stored without them keep their keys.
-_KEY_FROM_NON_DEFAULT = {"data_skew": 1.0, "client_schedule": "uniform", "up_link_budget": 0, "down_link_budget": 0,
-                         "prox_mu": 0.0, "server_optimizer": "fedavg", "server_lr": 1.0, "server_momentum": 0.9,
-                         "server_beta1": 0.9, "server_beta2": 0.99, "server_tau": 1e-3, "scaffold": False,
-                         "qffl_q": 0.0, "qffl_lipschitz": 0.0, "stragglers": 0.0,
-                         "straggler_policy": "auto", "dropout": 0.0, "secagg_threshold": 0.5, "attack": "none",
-                         "attacker_share": 0.0, "attack_boost": 0.0, "target_item": -1, "defense": "none",
-                         "clip_norm": 1.0, "dp_noise": 0.0, "trim_frac": 0.2, "personalization": "none",
-                         "ditto_lambda": 0.1, "dba_parts": 4, "krum_f": 1, "apfl_alpha": 0.5, "pfedme_lambda": 1.0,
-                         "pfedme_steps": 5, "perfedavg_alpha": 0.5}
+
+
+@functools.cache
+def _defaults() -> dict:
+    return RunConfig().to_dict()
 # each personalization's own settings (out of the key under the others)
 _PERSONAL_FIELDS = (("ditto_lambda", "ditto"), ("apfl_alpha", "apfl"), ("pfedme_lambda", "pfedme"),
                     ("pfedme_steps", "pfedme"), ("perfedavg_alpha", "perfedavg"))
@@ -334,8 +314,6 @@ def _validate(c: RunConfig) -> None:
 
 # --- differential privacy (labcore.privacy.dp) ---------------------------------------------------------------
 DP_MODES = ("none", "central", "distributed", "local")
-_KEY_FROM_NON_DEFAULT.update({"dp_mode": "none", "dp_noise_multiplier": 0.0, "dp_target_epsilon": 0.0,
-                              "dp_delta": 0.0, "dp_clip": 1.0})
 
 
 def _validate_dp(c: RunConfig) -> None:

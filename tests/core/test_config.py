@@ -47,97 +47,30 @@ def test_strings_from_the_url_or_cli_are_coerced_or_rejected():
         from_query({"b_as_seed": "maybe"})
 
 
-@pytest.fixture
-def keys_before_small_rank_kernel(monkeypatch):
-    """Keys as computed before CoLR / SCoLR at small rank had a kernel of their own: the regression values below
-    date from then, and every other part of the key must still give them."""
-    monkeypatch.setattr(RunConfig, "small_rank_kernel", lambda self: False)
+def test_the_key_hashes_the_store_version_and_the_fields_off_their_defaults(monkeypatch):
+    """The whole rule: a new field at its default changes no key, and raising the store version changes every key
+    (what a change of the numbers does, so that no result made another way is served)."""
+    from labcore import config
+    from labcore.typed_config import hash_key
+
+    assert RunConfig().key() == hash_key({"store": config.STORE_VERSION})
+    c = RunConfig(method="fedmf", dim=16, lr=0.05)
+    assert c.key() == hash_key({"store": config.STORE_VERSION, "method": "fedmf", "dim": 16, "lr": 0.05})
+    assert RunConfig(method="colr", rank=4).key() == RunConfig().key()  # CoLR@4 is the default
+    before = {cfg: cfg.key() for cfg in (RunConfig(), c, RunConfig(method="topk", up_bits=8))}
+    monkeypatch.setattr(config, "STORE_VERSION", config.STORE_VERSION + 1)
+    assert all(cfg.key() != key for cfg, key in before.items())
 
 
-def test_a_small_rank_colr_run_has_a_key_of_its_own_and_nothing_else_does():
-    # Keys computed before the kernel compiled for its rank (`fed.kernels.fused_lowrank`): its runs (CoLR / SCoLR at
-    # rank <= 4 without FedProx) differ in their last bits, so results cached before must not be served for them;
-    # larger ranks, FedProx and the other methods train as before and keep their keys.
-    from labcore.config import SMALL_RANK, paper_ml1m
-
-    assert SMALL_RANK == 4
-    assert RunConfig().key() != "8a54d6c889ad1eac"  # CoLR@4
-    assert paper_ml1m(client_schedule="uniform").key() != "ba417dc33eacefc1"
-    assert RunConfig(method="colr", down_bits=8).key() != "3d6092e3026d8d13"
-    assert RunConfig(method="scolr", rank=4).key() != "9dedeaefcc0f228f"
-    assert paper_ml1m(method="colr", rank=2).key() != "95fb3f6ff7e9237f"
-    assert RunConfig(method="scolr", rank=8).key() == "147e4d8fbea58bf4"
-    assert paper_ml1m(method="colr", rank=8).key() == "42f7f35245a68e9f"
-    assert RunConfig(method="colr", rank=16).key() == "4a2000750f0cedd0"
-    assert RunConfig(method="scolr", rank=32).key() == "c0940d72bd5c41a7"
-    assert paper_ml1m(method="colr", rank=16).key() == "2b02a663234f0f35"
-    assert RunConfig(method="colr", prox_mu=0.01).key() == "d284698e7efb67bc"
-    assert paper_ml1m(method="fedmf", dim=64).key() == "5c338ac0184b646b"
-    assert RunConfig(method="topk", up_bits=8).key() == "972d70b0b7a55032"
-    assert RunConfig(method="colr", rank=4).small_rank_kernel() and not RunConfig(method="fedmf").small_rank_kernel()
-
-
-def test_default_cache_keys_are_unchanged_by_the_data_skew_field(keys_before_small_rank_kernel):
-    # Regression values computed before data_skew existed: stored results are found by these keys, so a new
-    # field at its default must not change them.
-    from labcore.config import paper_ml1m
-
-    assert RunConfig().key() == "8a54d6c889ad1eac"
-    assert paper_ml1m(client_schedule="uniform").key() == "ba417dc33eacefc1"  # the preset before it rotated
-    assert RunConfig(data_skew=1.0).key() == RunConfig().key()
-
-
-def test_a_quantized_uplinks_key_changed_with_its_summation_order_and_nothing_elses(keys_before_small_rank_kernel):
-    # Keys of the code that summed quantized uplinks densely (computed with it): results cached that way, whose
-    # numbers differ past float rounding, must not be served for the rows sum. Float32 uplinks keep their keys.
-    assert RunConfig(method="colr", up_bits=8).key() != "14251a8f898b602d"
-    assert RunConfig(method="fedmf", up_bits=4, down_bits=8).key() != "e58f467a9badcd9f"
-    assert RunConfig(method="colr", down_bits=8).key() == "3d6092e3026d8d13"  # a quantized downlink alone
-
-
-def test_a_quantized_uplink_drawn_by_rows_has_a_key_of_its_own_and_nothing_else_does(keys_before_small_rank_kernel):
-    # Keys of the code that drew a number per value of each client's whole table (computed with it): FedMF, CoLR and
-    # SCoLR over a noiseless link now draw per held value, so their cached results must not be served; Top-K and SVD
-    # draw as before, over any link, and keep their keys.
-    assert RunConfig(method="colr", up_bits=8).key() != "ea5304068fd1ddad"
-    assert RunConfig(method="fedmf", up_bits=4, down_bits=8).key() != "bbce5d01f850a585"
-    assert RunConfig(method="scolr", up_bits=4).key() != "634b1e8f9ab3d74f"
-    assert RunConfig(method="colr", up_bits=8, up_link_budget=8).key() != "040cac6f49f28833"  # within the budget
-    assert RunConfig(method="topk", up_bits=8).key() == "972d70b0b7a55032"
-    assert RunConfig(method="svd", up_bits=4).key() == "b2371ce3573b4fe3"
-    assert RunConfig(method="topk", up_bits=8, up_link_budget=2).key() == "e26929659e611b39"  # a noisy link
-
-
-def test_a_row_quantized_uplink_over_a_noisy_link_has_a_key_of_its_own_and_nothing_else_does(keys_before_small_rank_kernel):
-    # Keys of the code that drew the channel with torch for every value of each client's whole table (computed with
-    # it): FedMF, CoLR and SCoLR now draw it from their packed codes where a bucket has a norm, so their cached
-    # results must not be served; their runs over a noiseless link keep their keys.
-    assert RunConfig(method="colr", up_bits=8, up_link_budget=2).key() != "3333cf9cb3593942"
-    assert RunConfig(method="fedmf", up_bits=8, up_link_budget=6).key() != "90fe8f4bfcff8297"
-    assert RunConfig(method="scolr", up_bits=4, up_link_budget=1).key() != "149b47ef8e15df1c"
-    assert RunConfig(method="colr", up_bits=8).key() == "85eeb1d6cd3ee89d"
-
-
-def test_a_row_quantized_uplink_whose_channel_draws_from_the_level_table_has_a_key_of_its_own(keys_before_small_rank_kernel):
-    # Keys of the code that drew Eq. 6's normal and uniform for every value of a bucket with a norm (computed with it):
-    # the received levels now come from their exact distribution with one uniform, other numbers, so those cached
-    # results must not be served; a noiseless link and the methods quantized whole keep their keys.
-    assert RunConfig(method="colr", up_bits=8, up_link_budget=2).key() != "5f4a0524912ede4f"
-    assert RunConfig(method="fedmf", up_bits=8, up_link_budget=6).key() != "32c8fd692d60cfea"
-    assert RunConfig(method="scolr", up_bits=4, up_link_budget=1).key() != "d0567dc9e1873b4d"
-    assert RunConfig(method="colr", up_bits=8).key() == "85eeb1d6cd3ee89d"
-    assert RunConfig(method="topk", up_bits=8, up_link_budget=2).key() == "e26929659e611b39"
-
-
-def test_a_low_rank_run_over_a_noisy_link_with_weighted_aggregation_has_a_key_of_its_own(keys_before_small_rank_kernel):
-    # Keys of the code that weighted CoLR / SCoLR's received tables through a copy of their (M, N, r) view (computed
-    # with it): they are now weighted in their storage's order, other last bits, so those cached results must not be
-    # served; the item mean, FedMF's noisy link and a noiseless weighted CoLR keep their keys.
-    assert RunConfig(method="colr", up_bits=8, up_link_budget=2, aggregation="weighted").key() != "5f496649aa6234a1"
-    assert RunConfig(method="scolr", up_bits=4, up_link_budget=1, aggregation="weighted").key() != "7aeb6aa97d240fd0"
-    assert RunConfig(method="colr", up_bits=8, up_link_budget=2).key() == "b62c553d09d8dccd"
-    assert RunConfig(method="fedmf", up_bits=8, up_link_budget=6, aggregation="weighted").key() == "8d2a7f86bdaba737"
-    assert RunConfig(method="colr", up_bits=8, aggregation="weighted").key() == "59468f7782152b16"
+def test_fields_that_cannot_change_the_numbers_stay_out_of_the_key():
+    base = RunConfig(method="colr", up_bits=8)
+    assert base.replace(checkpoint_every=7).key() == base.key()  # bookkeeping
+    assert RunConfig(up_link_budget=4).key() == RunConfig().key()  # a budget over a float32 link
+    assert base.replace(up_link_budget=4).key() != base.key()  # ... acts on quantized levels
+    assert RunConfig(secagg_threshold=0.9).key() == RunConfig().key()  # no dropout: every threshold is met
+    assert RunConfig(straggler_policy="drop").key() == RunConfig().key()  # no stragglers: no policy applies
+    assert RunConfig(ditto_lambda=0.5).key() == RunConfig().key()  # another personalization's setting
+    assert RunConfig(ckks_degree=16384).key() == RunConfig().key()  # an encryption not in use
 
 
 def test_data_skew_is_in_the_key_and_the_link_and_only_for_synthetic_data():
