@@ -9,6 +9,7 @@ TOPIC = Topic(
           "of Opacus (Yousefpour et al. 2021)",
     section="Recommendation papers", order=50,
     cards=".cards",
+    config="labcore.config:from_dict",  # the cards train the engine's RunConfigs
     pages=(Page("privacy", "Privacy: DP and gradient inversion", ":material/shield_lock:", HERE / "page.py"),),
     presets=".presets",
     exercises=".exercises",
