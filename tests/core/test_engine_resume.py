@@ -182,10 +182,11 @@ def test_a_sigint_mid_round_finishes_the_round_then_checkpoints_it(phase, refere
 
 
 # --- a real process interrupted by a signal ---------------------------------------------------------------------
-# Long enough that the test, starved of the cores by other work, still signals mid-run: at 300 rounds the whole run
-# once ended between two looks for its first checkpoint.
+# Long enough that the test, starved of the cores by other work, still signals mid-run: at 300 and at 1000 rounds
+# (a second or two) the whole run ended between two looks for its first checkpoint, on a machine whose two cores
+# were busy with the suite's other worker.
 CLI_CFG = dict(method="colr", rank=2, dim=8, synthetic_size="tiny", clients_per_round=4, local_epochs=1,
-               batch_size=16, eval_every=100, rank_every=100, checkpoint_every=10, rounds=1000)
+               batch_size=16, eval_every=100, rank_every=100, checkpoint_every=10, rounds=4000)
 
 
 def _cli(cache):
