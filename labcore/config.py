@@ -73,7 +73,8 @@ class RunConfig(TypedConfig):
     num_negatives: int = 4
     aggregation: str = "item_mean"
     # the federated algorithm: FedProx's local objective, and the server's step from the round's mean update
-    # (labcore.fed.algorithms.server_opt, Reddi et al. 2021). The defaults are FedAvg's: the mean update applied as it is.
+    # (labcore.fed.algorithms.server_opt, Reddi et al. 2021). The defaults are FedAvg's: the mean update applied
+    # as it is.
     prox_mu: float = 0.0  # FedProx: + mu/2 ||item table - the round's global one||^2 in every local step
     server_optimizer: str = "fedavg"  # fedavg, fedavgm, fedadam, fedyogi
     server_lr: float = 1.0  # eta

@@ -18,8 +18,8 @@ from .pfedme import PFedMe
 from .qffl import QFFL
 from .scaffold import Scaffold
 
-__all__ = ["attacks", "defenses", "server_opt", "APFL", "Ditto", "FedAvg", "FedProx", "PFedMe", "PerFedAvg", "QFFL", "Scaffold", "algorithm_class",
-           "personalization_class"]
+__all__ = ["attacks", "defenses", "server_opt", "APFL", "Ditto", "FedAvg", "FedProx", "PFedMe", "PerFedAvg", "QFFL",
+           "Scaffold", "algorithm_class", "personalization_class"]
 
 
 def algorithm_class(cfg) -> type[FedAvg]:

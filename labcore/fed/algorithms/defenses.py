@@ -12,7 +12,8 @@ send no row of it, so a coordinate-wise statistic over all M clients would be ze
 With aggregation="weighted" the per-item statistic is scaled by the touchers' total weight (so that with one
 client it is that client's weighted update); with "item_mean" it is the item's row.
 
-The dense view of the same statistics (the FL-algorithms topic's digits task) is `flalgos/defenses.py`; tests/core/test_engine_robust.py checks that both give the same aggregate where their definitions meet.
+The dense view of the same statistics (the FL-algorithms topic's digits task) is `flalgos/defenses.py`;
+tests/core/test_engine_robust.py checks that both give the same aggregate where their definitions meet.
 """
 from __future__ import annotations
 

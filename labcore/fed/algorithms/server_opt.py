@@ -71,7 +71,8 @@ class FedYogi(FedAdam):
         return self.v - (1 - self.beta2) * d2 * torch.sign(self.v - d2)
 
 
-CLASSES = (FedAvg, FedAvgM, FedAdam, FedYogi)  # one per name in SERVER_OPTIMIZERS (tests/core/test_engine_algorithms.py)
+# one per name in SERVER_OPTIMIZERS (tests/core/test_engine_algorithms.py)
+CLASSES = (FedAvg, FedAvgM, FedAdam, FedYogi)
 
 
 def make(name: str, **hyper) -> FedAvg:
