@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from ..aggregate import fedavg_weights
-from ..local_train import LocalResult, train_cohort_readable
+from ..local_train import LocalResult
 
 
 class FedAvg:
@@ -91,7 +91,3 @@ class FedAvg:
     def load_state(self, st: dict) -> None:
         pass
 
-
-def readable_or_engine(trainer, engine_trainer: bool) -> bool:
-    """Whether `trainer` is one that implements the local objectives' options (FedProx's pull)."""
-    return engine_trainer or trainer is train_cohort_readable

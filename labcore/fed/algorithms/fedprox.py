@@ -4,7 +4,8 @@ itself is in the trainers (`methods.base.train_client`, and the compiled kernels
 from __future__ import annotations
 
 from ...config import ConfigError
-from .fedavg import FedAvg, readable_or_engine
+from ..local_train import train_cohort_readable
+from .fedavg import FedAvg
 
 
 class FedProx(FedAvg):
@@ -14,7 +15,7 @@ class FedProx(FedAvg):
 
     @classmethod
     def check_trainer(cls, cfg, trainer, layout: str, engine_trainer: bool) -> None:
-        if not readable_or_engine(trainer, engine_trainer):
+        if not (engine_trainer or trainer is train_cohort_readable):  # the trainers that implement the pull
             raise ConfigError(f"prox_mu={cfg.prox_mu} needs the engine's trainer (FedProx is in its compiled local "
                               f"training); layout={layout!r} trains with {getattr(trainer, '__name__', trainer)}: "
                               "use layout='rows' or prox_mu=0")
