@@ -398,7 +398,11 @@ class Simulation:
         decoded = self.method.decode_uplink({w.name: w for w in up_recv}, setup, local.rows)
         if self.dp is not None:  # each update clipped in the aggregated space (+ its noise share), summed unweighted
             dp_gen = _gen(cfg.seed, t, STREAM_DP)
-            decoded, n_pos = self.dp.privatize_clients(decoded, dp_gen), np.ones(len(n_pos), np.int64)
+            out = None
+            if isinstance(decoded, RowUpdate) and decoded.values.dtype == torch.float32 and not self.keep_view:
+                out = torch.from_numpy(self._workspace.array("dp_clipped", tuple(decoded.values.shape),
+                                                             np.float32))
+            decoded, n_pos = self.dp.privatize_clients(decoded, dp_gen, out), np.ones(len(n_pos), np.int64)
         if self.secure is None:
             touched = None if isinstance(decoded, RowUpdate) else local.touched_dense()
             weights = self.algorithm.weigh(fedavg_weights(torch.from_numpy(n_pos)), decoded)

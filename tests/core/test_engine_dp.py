@@ -111,3 +111,16 @@ def test_local_dp_is_accounted_without_amplification(tiny):
 def test_a_dp_run_resumes_to_the_same_numbers(tiny, tmp_path):
     cfg = RunConfig(method="fedmf", dp_mode="central", dp_noise_multiplier=1.0, rounds=5, checkpoint_every=1, **DP)
     assert_a_stopped_run_resumes(cfg, tiny, tmp_path, stop_after=2)
+
+
+def test_clipping_into_the_engines_reused_buffer_gives_the_same_run(tiny):
+    """Central DP clips into a buffer kept from round to round, unless the round's view is kept (attacks, app):
+    both give the same bits."""
+    cfg = RunConfig(method="fedmf", dp_mode="central", dp_noise_multiplier=1.0, dp_clip=0.1, rounds=3, **DP)
+    sims = [Simulation(cfg, tiny) for _ in range(2)]
+    sims[1].keep_view = True
+    for sim in sims:
+        for _ in range(cfg.rounds):
+            sim.step()
+    assert "dp_clipped" in sims[0]._workspace._bufs and "dp_clipped" not in sims[1]._workspace._bufs
+    assert torch.equal(sims[0].Q, sims[1].Q) and torch.equal(sims[0].P, sims[1].P)

@@ -22,6 +22,9 @@ def test_clipping_scales_only_the_updates_above_the_norm():
     rows = RowUpdate.from_dense(dense, dense.abs().sum(2) > 0)
     assert torch.allclose(dp.clip_rows(rows, 1.0).dense(), dp.clip_updates(dense, 1.0))
     assert torch.allclose(dp.clip_rows(rows, 1.0).dense()[0].norm(), torch.tensor(1.0))
+    buffer = torch.full_like(rows.values, float("nan"))  # the engine's reused buffer: the same values, in it
+    assert torch.equal(dp.clip_rows(rows, 1.0, out=buffer).values, dp.clip_rows(rows, 1.0).values)
+    assert dp.clip_rows(rows, 1.0, out=buffer).values.data_ptr() == buffer.data_ptr()
 
 
 def test_the_sum_is_divided_by_the_expected_cohort_not_the_actual_one():
