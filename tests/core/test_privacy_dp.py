@@ -150,3 +150,12 @@ def test_a_poisson_round_is_never_empty_and_draws_the_same_for_the_same_seed():
     sizes = [len(S.round_clients("poisson", 50, 1, 0, t)) for t in range(200)]  # e^-1: a third of draws are empty
     assert min(sizes) >= 1
     assert np.array_equal(S.round_clients("poisson", 50, 1, 0, 7), S.round_clients("poisson", 50, 1, 0, 7))
+
+
+@pytest.mark.parametrize("shape", [(3,), (15,), (16,), (17, 3), (3706, 64)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_the_noise_is_randn_times_its_std_to_the_bit(shape, dtype):
+    """`gaussian` draws the noise scaled where that is faster; the numbers stay randn * std."""
+    for std in (2.5e-3, 0.1, 0.37, 7.0):
+        expected = torch.randn(shape, generator=torch.Generator().manual_seed(3), dtype=dtype).mul_(std)
+        assert torch.equal(dp.gaussian(shape, std, torch.Generator().manual_seed(3), dtype), expected)
