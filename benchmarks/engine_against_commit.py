@@ -1,6 +1,7 @@
 """The engine's round now against the engine of an earlier commit, in one process, the ratio printed.
 
     LABCORE_DATA=../shared/data .venv/bin/python benchmarks/engine_against_commit.py 0c4d624 [--rounds 15]
+    ... engine_against_commit.py 0c4d624 --clients all --rounds 5     # full participation: every user each round
 
 For a change that should not cost speed (a restructuring): the commit's `labcore/` is exported with `git archive`
 into a temporary folder under the name `labcore_then` and imported beside today's `labcore`, so both engines run in
@@ -53,6 +54,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("commit", help="the earlier commit (e.g. the one before a restructuring)")
     ap.add_argument("--rounds", type=int, default=15, help="rounds each engine plays per config, after two warm-up")
+    ap.add_argument("--clients", default=None,
+                    help="clients per round instead of the paper's 60: a number, or 'all' (every user of the dataset)")
     args = ap.parse_args()
 
     from labcore.config import paper_ml1m
@@ -61,9 +64,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         then_engine, then_config = import_commit(args.commit, Path(tmp))
         print(f"{'config':<22} {'then (ms)':>10} {'now (ms)':>10} {'now / then':>11}")
+        if args.clients:
+            print(f"clients per round: {args.clients}")
         for name, (dataset, fields) in ARMS.items():
             cfg = paper_ml1m(dataset=dataset, rank_every=0, eval_every=10**6, **fields)
             data = now_engine.load_data(cfg)
+            if args.clients:
+                cohort = data.n_users if args.clients == "all" else min(int(args.clients), data.n_users)
+                cfg = cfg.replace(clients_per_round=cohort)
             sims = {"now": now_engine.Simulation(cfg, data),
                     "then": then_engine.Simulation(then_config.RunConfig(**cfg.to_dict()), data)}
             for sim in sims.values():

