@@ -19,7 +19,7 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-f
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = ROOT / "artifacts"
 # a light Explorer run (synthetic small, 30 rounds): the test checks the mechanics, not the numbers
-EXPLORER_QUERY = "?rounds=30&clients_per_round=30&dim=32&eval_every=3&rank_every=3"
+EXPLORER_QUERY = "?synthetic_size=small&rounds=30&clients_per_round=30&dim=32&eval_every=3&rank_every=3"
 
 # the other papers' pages read ML-1M (and more) from $LABCORE_DATA
 NEEDS_DATA = pytest.mark.skipif(shared_data() is None, reason="needs $LABCORE_DATA (the other papers' pages use ML-1M)")
@@ -519,7 +519,8 @@ def classroom_pages(core: bool) -> list:
 
     # each page from a light view of its own (every control is still changed five times from it): the sweep checks
     # that controls stick and links round-trip, and a lighter rerun leaves more of the 2 cores to the browser
-    light = {"explorer": "/?dim=16&rounds=10&clients_per_round=20", "compare": "/compare?rounds=10&_values=2,8",
+    light = {"explorer": "/?synthetic_size=small&dim=16&rounds=10&clients_per_round=20",
+             "compare": "/compare?rounds=10&_values=2,8",
              "wireless": "/wireless?d=50&T=60&R=5", "gist": "/gist?graph=synthetic&epochs=20",
              "completion": "/completion?budget=0.25&n=100", "privacy": "/privacy?_dp_rounds=5",
              "flalgos": "/flalgos?steps=2"}
