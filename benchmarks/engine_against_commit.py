@@ -56,6 +56,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=15, help="rounds each engine plays per config, after two warm-up")
     ap.add_argument("--clients", default=None,
                     help="clients per round instead of the paper's 60: a number, or 'all' (every user of the dataset)")
+    ap.add_argument("--only", nargs="+", choices=list(ARMS), metavar="CONFIG", help=f"some of: {', '.join(ARMS)}")
     args = ap.parse_args()
 
     from labcore.config import paper_ml1m
@@ -67,6 +68,8 @@ def main() -> None:
         if args.clients:
             print(f"clients per round: {args.clients}")
         for name, (dataset, fields) in ARMS.items():
+            if args.only and name not in args.only:
+                continue
             cfg = paper_ml1m(dataset=dataset, rank_every=0, eval_every=10**6, **fields)
             data = now_engine.load_data(cfg)
             if args.clients:

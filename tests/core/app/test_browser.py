@@ -197,7 +197,7 @@ def test_a_crafted_link_is_refused_by_name_and_bounded_by_the_work_budget(server
 
 
 @pytest.mark.parametrize("name, path", [
-    ("compare", "/compare?rounds=10&_values=2,8"),
+    ("compare", "/compare?synthetic_size=small&rounds=10&_values=2,8"),
     ("encryption", "/encryption"),
     ("figures", "/figures?_card=colr-fig2-ml1m"),
     pytest.param("fair", "/fair", marks=NEEDS_DATA),
@@ -224,7 +224,7 @@ CHOICES = ("[data-testid=stButtonGroup] button:visible, "
 
 @pytest.mark.parametrize("name, path", [
     ("explorer", "/" + EXPLORER_QUERY),
-    ("compare", "/compare?rounds=10&_values=2,8"),
+    ("compare", "/compare?synthetic_size=small&rounds=10&_values=2,8"),
     ("figures", "/figures?_card=colr-fig2-ml1m"),
     pytest.param("split_learning", "/split_learning", marks=NEEDS_DATA),
     pytest.param("completion", "/completion", marks=NEEDS_DATA),
@@ -520,7 +520,7 @@ def classroom_pages(core: bool) -> list:
     # each page from a light view of its own (every control is still changed five times from it): the sweep checks
     # that controls stick and links round-trip, and a lighter rerun leaves more of the 2 cores to the browser
     light = {"explorer": "/?synthetic_size=small&dim=16&rounds=10&clients_per_round=20",
-             "compare": "/compare?rounds=10&_values=2,8",
+             "compare": "/compare?synthetic_size=small&rounds=10&_values=2,8",
              "wireless": "/wireless?d=50&T=60&R=5", "gist": "/gist?graph=synthetic&epochs=20",
              "completion": "/completion?budget=0.25&n=100", "privacy": "/privacy?_dp_rounds=5",
              "flalgos": "/flalgos?steps=2"}

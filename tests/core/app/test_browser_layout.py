@@ -16,7 +16,7 @@ from test_browser import CHROMIUM, EXPLORER_QUERY, NEEDS_DATA, _idle, _new_page,
 pytestmark = [pytest.mark.classroom,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Chromium at /usr/bin/chromium")]
 
-PATHS = {"explorer": "/" + EXPLORER_QUERY, "compare": "/compare?rounds=10&_values=2,8"}
+PATHS = {"explorer": "/" + EXPLORER_QUERY, "compare": "/compare?synthetic_size=small&rounds=10&_values=2,8"}
 
 # The text boxes plotly drew, by kind, and the pairs of them that overlap by more than 2 px each way (an axis's own tick
 # labels are plotly's to space, and the same element can match two selectors: neither is reported); with `clipped`,
