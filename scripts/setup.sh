@@ -28,10 +28,12 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then exit 0; fi
 # torch first, pinned: pip picks the CPU build for torch==2.13.0 where one is offered
 .venv/bin/python -m pip install --quiet -c constraints.txt "torch==2.13.0"
 # The rest through uv, the same pins (constraints.txt): it installs them in about 15 s where pip takes about 150.
+# --compile-bytecode, as pip does: where PYTHONDONTWRITEBYTECODE is set no import ever writes a .pyc, and every
+# process (each notebook kernel, each app server) would compile plotly, pandas and the rest from source again.
 # torch stays pip's: uv does not look where pip finds the CPU build, and the pin keeps uv from replacing it.
 .venv/bin/python -m pip install --quiet -c constraints.txt uv
 install() {
-  .venv/bin/python -m uv pip install --quiet --python .venv/bin/python -c constraints.txt "$@" \
+  .venv/bin/python -m uv pip install --quiet --compile-bytecode --python .venv/bin/python -c constraints.txt "$@" \
     || .venv/bin/python -m pip install --quiet -c constraints.txt "$@"
 }
 # [all] includes [scale] (Flower + Ray, labcore/scale/): the tests of the Flower federation and the Ray backend
