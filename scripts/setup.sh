@@ -27,7 +27,7 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then exit 0; fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 # torch first, pinned: pip picks the CPU build for torch==2.13.0 where one is offered
 .venv/bin/python -m pip install --quiet -c constraints.txt "torch==2.13.0"
-# The rest through uv, the same pins (constraints.txt): it installs them in about 15 s where pip takes about 150.
+# The rest through uv, the same pins (constraints.txt): about half a minute with the bytecode, where pip takes 150 s.
 # --compile-bytecode, as pip does: where PYTHONDONTWRITEBYTECODE is set no import ever writes a .pyc, and every
 # process (each notebook kernel, each app server) would compile plotly, pandas and the rest from source again.
 # torch stays pip's: uv does not look where pip finds the CPU build, and the pin keeps uv from replacing it.
