@@ -151,7 +151,7 @@ class RunConfig(TypedConfig):
     def key(self) -> str:
         """The cache key for results: a hash of the store version and every field that differs from its default and
         can change the numbers. A new field at its default leaves every key as it was; a change of the code that
-        changes the numbers raises STORE_VERSION, and every stored run is made again."""
+        changes the numbers raises STORE_VERSION, and every stored run is made again (DP_STORE_VERSION: DP runs')."""
         skip = set(_NOT_IN_KEY + _unused_encryption_fields(self.encryption))
         skip.update(_UNUSED_SERVER_FIELDS.get(self.server_optimizer, ()))
         skip.update(("straggler_policy",) if not self.stragglers else ())  # no straggler: no policy applies
@@ -162,6 +162,8 @@ class RunConfig(TypedConfig):
         skip.update(f"{d}_link_budget" for d in ("up", "down") if not getattr(self, f"{d}_bits"))
         default = _defaults()
         changed = {k: v for k, v in self.to_dict().items() if k not in skip and v != default[k]}
+        if self.dp_mode != "none":
+            changed["store_dp"] = DP_STORE_VERSION
         return hash_key({"store": STORE_VERSION, **changed})
 
     def small_rank_kernel(self) -> bool:
@@ -219,6 +221,9 @@ class RunConfig(TypedConfig):
 # The version of the stored results: raised with every change of the code that changes the numbers a config gives
 # (a summation order, a random draw, a kernel), so that no result made another way is served for it.
 STORE_VERSION = 1
+# The version of the DP runs' stored results alone: raised with a change of the code that changes the numbers of
+# DP runs only, so that theirs are made again and no other stored run is.
+DP_STORE_VERSION = 2
 ROW_QUANTIZED = ("fedmf", "colr", "scolr")  # methods whose uplink is each client's table, held by its touched rows
 _NOT_IN_KEY = ("checkpoint_every",)  # bookkeeping that does not change the numbers
 

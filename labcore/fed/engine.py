@@ -45,7 +45,7 @@ from . import sampling as S
 from . import dropout, stragglers
 from .aggregate import aggregate, fedavg_weights
 from .algorithms import algorithm_class, attacks, defenses, personalization_class, server_opt
-from .local_train import LocalResult, RowUpdate, train_cohort
+from .local_train import LocalResult, RowUpdate, SummedRows, train_cohort
 from .mods import item_mask_wire, quantize_wires, wire_values
 from .secure import make_secure_mod
 from .trainer_lock import one_trainer
@@ -180,12 +180,13 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
 
 def sums_on_arrival(cfg: RunConfig) -> bool:
     """Plain FedMF: nothing but the server's sum reads a client's update (no quantized uplink, encryption, attack,
-    defense, DP, personal model, or algorithm that reads each update: `FedAvg.sums_on_arrival`), so the server can
-    add each client's rows as the client ends (`Simulation._sums_on_arrival`; at ML-1M's full participation the
-    update table it spares is 1.07 GB)."""
+    defense, client-side DP noise, personal model, or algorithm that reads each update: `FedAvg.sums_on_arrival`),
+    so the server can add each client's rows as the client ends (`Simulation._sums_on_arrival`; at ML-1M's full
+    participation the update table it spares is 1.07 GB). Central DP's clipping reads one client's rows only: it is
+    done on arrival too."""
     return (cfg.method == "fedmf" and algorithm_class(cfg).sums_on_arrival and personalization_class(cfg) is None
             and not cfg.up_bits and cfg.encryption == "none" and cfg.attack == "none" and cfg.defense == "none"
-            and cfg.dp_mode == "none")
+            and cfg.dp_mode in ("none", "central"))
 
 
 def check_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows") -> None:
@@ -381,6 +382,16 @@ class Simulation:
                 and self.layout == "rows" and not self.keep_view and self.Q.dtype == torch.float32
                 and not self.ledger.every_message and not (cfg.rank_every and t % cfg.rank_every == 0))
 
+    def arrival_sum(self, n_pos: np.ndarray) -> tuple | None:
+        """What the engine's trainer sums as each client ends (`train_cohort`'s sum_on_arrival), or None: the
+        aggregation and the clients' weights, and under central DP the clip norm with equal weights (DP sums the
+        clipped updates unweighted, as `_uplink` does with a table)."""
+        if not self._sums_on_arrival(self.round):
+            return None
+        if self.dp is None:
+            return self.cfg.aggregation, fedavg_weights(torch.from_numpy(n_pos))
+        return self.cfg.aggregation, fedavg_weights(torch.ones(len(n_pos), dtype=torch.int64)), self.dp.clip
+
     def _uplink(self, t: int, local: LocalResult, setup, n_pos: np.ndarray, n_dropped: int = 0):
         """The method's uplink through quantization, the ledger (or encryption) and the server's aggregate."""
         cfg = self.cfg
@@ -398,11 +409,13 @@ class Simulation:
         decoded = self.method.decode_uplink({w.name: w for w in up_recv}, setup, local.rows)
         if self.dp is not None:  # each update clipped in the aggregated space (+ its noise share), summed unweighted
             dp_gen = _gen(cfg.seed, t, STREAM_DP)
-            out = None
-            if isinstance(decoded, RowUpdate) and decoded.values.dtype == torch.float32 and not self.keep_view:
-                out = torch.from_numpy(self._workspace.array("dp_clipped", tuple(decoded.values.shape),
-                                                             np.float32))
-            decoded, n_pos = self.dp.privatize_clients(decoded, dp_gen, out), np.ones(len(n_pos), np.int64)
+            if not isinstance(decoded, SummedRows):  # (summed rows were clipped as each client ended)
+                out = None
+                if isinstance(decoded, RowUpdate) and decoded.values.dtype == torch.float32 and not self.keep_view:
+                    out = torch.from_numpy(self._workspace.array("dp_clipped", tuple(decoded.values.shape),
+                                                                 np.float32))
+                decoded = self.dp.privatize_clients(decoded, dp_gen, out)
+            n_pos = np.ones(len(n_pos), np.int64)
         if self.secure is None:
             touched = None if isinstance(decoded, RowUpdate) else local.touched_dense()
             weights = self.algorithm.weigh(fedavg_weights(torch.from_numpy(n_pos)), decoded)

@@ -17,6 +17,8 @@ then item) and memory and time grow with the interactions touched, not with clie
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 from numba import njit
@@ -78,7 +80,7 @@ def client_first(sample_client: np.ndarray, n_clients: int) -> np.ndarray | None
 def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,
                  lowrank: LowRank | None = None, workspace: Workspace | None = None,
                  prox_mu: float = 0.0, variates: tuple | None = None,
-                 sum_on_arrival: tuple[str, torch.Tensor] | None = None) -> LocalResult:
+                 sum_on_arrival: tuple | None = None) -> LocalResult:
     """The engine's trainer: each client walks its steps in one compiled pass (`kernels.fused`, or
     `kernels.fused_lowrank` as `kernels.dispatch.choose_kernel` says), reading and writing its touched rows in
     place. The update of `train_cohort_readable` up to summation order; an item table in another dtype than
@@ -86,8 +88,9 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
     prox_mu > 0: FedProx's local objective, + mu/2 ||item table - Q||^2 (the kernels apply its pull lazily).
     variates: SCAFFOLD's (c, ci_lo, ci_hi, ci_item, ci_val), the clients' rows in schedule order
     (`scaffold.ControlVariates.trainer_inputs`); the rows returned are then the gradient steps G alone.
-    sum_on_arrival: (aggregation, the clients' weights) for a full item table (FedMF): the server's aggregate is
-    summed as each client ends, and the rows returned are `SummedRows` (no per-client rows are kept)."""
+    sum_on_arrival: (aggregation, the clients' weights[, central DP's clip norm]) for a full item table (FedMF): the
+    server's aggregate is summed as each client ends (each client's rows clipped first, with a clip norm), and the
+    rows returned are `SummedRows` (no per-client rows are kept)."""
     from .kernels import fused, fused_lowrank
 
     if Q.dtype != torch.float32:  # the kernels are float32 like every run; other dtypes take the readable path
@@ -142,14 +145,16 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
     return LocalResult(torch.from_numpy(p)[back], None, None, loss_sum, filled, rows)
 
 
-def _train_summed(Q, p0, plan, lr, weight_decay, row_first, row_item, item_bits, how, weights
+def _train_summed(Q, p0, plan, lr, weight_decay, row_first, row_item, item_bits, how, weights, clip=math.inf
                   ) -> LocalResult:
     """`train_cohort` of a full item table with the server's sum taken as each client ends
-    (`kernels.fused.full_rows_summed`)."""
+    (`kernels.fused.full_rows_summed`); clip: each client's rows clipped to that norm first (central DP, weighted)."""
     from .kernels import fused
 
     if how not in ("item_mean", "weighted"):
         raise ValueError(f"aggregation={how!r}: allowed values are item_mean, weighted")
+    if not math.isinf(clip) and how != "weighted":
+        raise ValueError(f"aggregation={how!r}: clipped rows are summed 'weighted' only (DP's fixed denominator)")
     M = plan.n_clients
     position = np.argsort(plan.order)  # client m's place in the schedule
     p = np.ascontiguousarray(p0[torch.from_numpy(plan.order)].numpy(), dtype=np.float32)
@@ -157,10 +162,10 @@ def _train_summed(Q, p0, plan, lr, weight_decay, row_first, row_item, item_bits,
     loss_sum, total, count, first_rows = fused.full_rows_summed(
         np.ascontiguousarray(Q.numpy()), row_first, position, p, plan.slots, plan.sample_item,
         np.ascontiguousarray(plan.sample_label, dtype=np.float32), row_item, plan.n_active.astype(np.int64),
-        plan.offsets.astype(np.int64), lr, 2.0 * weight_decay, None if w is None else w.numpy())
+        plan.offsets.astype(np.int64), lr, 2.0 * weight_decay, None if w is None else w.numpy(), clip)
     rows = SummedRows.from_sum(M, row_first, torch.from_numpy(row_item), item_bits, how, torch.from_numpy(total),
                                torch.from_numpy(count) if how == "item_mean" else None, torch.from_numpy(first_rows),
-                               w)
+                               w, clip)
     filled = plan.n_filled if plan.n_filled >= 0 else _filled_slots(plan.slots)
     return LocalResult(torch.from_numpy(p)[torch.from_numpy(position)], None, None, loss_sum, filled, rows)
 

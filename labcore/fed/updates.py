@@ -7,6 +7,7 @@ kernels) and the server (`aggregate`, `mods`, the engine) all read them, so they
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -140,13 +141,14 @@ class SummedRows(RowUpdate):
     count: torch.Tensor | None = None  # (N,) int64: the clients that touched each item (item_mean)
     first: torch.Tensor | None = None  # client 0's rows (its items: item[:indptr[1]])
     weights: torch.Tensor | None = None  # (M,) the clients' weights the weighted sum used
+    clip: float = math.inf  # central DP: each client's rows were clipped to this norm before they were added
 
     @staticmethod
     def from_sum(n_clients: int, indptr: np.ndarray, item: torch.Tensor, item_bits: np.ndarray | None, how: str,
                  total: torch.Tensor, count: torch.Tensor | None, first: torch.Tensor,
-                 weights: torch.Tensor | None) -> "SummedRows":
+                 weights: torch.Tensor | None, clip: float = math.inf) -> "SummedRows":
         rows = SummedRows(n_clients, int(total.shape[0]), None, item, None, item_bits, None, how, total, count, first,
-                          weights)
+                          weights, clip)
         rows.__dict__["indptr"] = indptr  # as `from_offsets`
         return rows
 

@@ -62,6 +62,16 @@ def test_the_key_hashes_the_store_version_and_the_fields_off_their_defaults(monk
     assert all(cfg.key() != key for cfg, key in before.items())
 
 
+def test_the_dp_store_version_changes_the_keys_of_dp_runs_alone(monkeypatch):
+    from labcore import config
+
+    dp = RunConfig(method="fedmf", client_schedule="poisson", aggregation="weighted", dp_mode="central")
+    plain = dp.replace(dp_mode="none")
+    before = dp.key(), plain.key()
+    monkeypatch.setattr(config, "DP_STORE_VERSION", config.DP_STORE_VERSION + 1)
+    assert dp.key() != before[0] and plain.key() == before[1]
+
+
 def test_fields_that_cannot_change_the_numbers_stay_out_of_the_key():
     base = RunConfig(method="colr", up_bits=8)
     assert base.replace(checkpoint_every=7).key() == base.key()  # bookkeeping

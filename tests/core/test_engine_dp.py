@@ -113,14 +113,21 @@ def test_a_dp_run_resumes_to_the_same_numbers(tiny, tmp_path):
     assert_a_stopped_run_resumes(cfg, tiny, tmp_path, stop_after=2)
 
 
-def test_clipping_into_the_engines_reused_buffer_gives_the_same_run(tiny):
-    """Central DP clips into a buffer kept from round to round, unless the round's view is kept (attacks, app):
-    both give the same bits."""
+def test_central_dp_clips_on_arrival_with_the_numbers_of_the_table_up_to_rounding(tiny, monkeypatch):
+    """Central FedMF clips each client's rows as the client ends (no update table); a round that keeps the table
+    clips it into a buffer kept from round to round, unless the round's view is kept (attacks, app): those two give
+    the same bits, and the sum on arrival their numbers up to the order its norms are summed in."""
     cfg = RunConfig(method="fedmf", dp_mode="central", dp_noise_multiplier=1.0, dp_clip=0.1, rounds=3, **DP)
-    sims = [Simulation(cfg, tiny) for _ in range(2)]
-    sims[1].keep_view = True
-    for sim in sims:
-        for _ in range(cfg.rounds):
-            sim.step()
-    assert "dp_clipped" in sims[0]._workspace._bufs and "dp_clipped" not in sims[1]._workspace._bufs
-    assert torch.equal(sims[0].Q, sims[1].Q) and torch.equal(sims[0].P, sims[1].P)
+    arrival, table, viewed = (Simulation(cfg, tiny) for _ in range(3))
+    monkeypatch.setattr(table, "_sums_on_arrival", lambda t: False)
+    viewed.keep_view = True
+    rows = {}
+    for name, sim in (("arrival", arrival), ("table", table), ("viewed", viewed)):
+        rows[name] = [sim.step() for _ in range(cfg.rounds)]
+    assert arrival._sums_on_arrival(0) and not viewed._sums_on_arrival(0)
+    assert "dp_clipped" in table._workspace._bufs and "dp_clipped" not in arrival._workspace._bufs
+    assert "dp_clipped" not in viewed._workspace._bufs
+    assert torch.equal(table.Q, viewed.Q) and torch.equal(table.P, viewed.P)
+    assert torch.allclose(arrival.Q, table.Q, rtol=1e-4, atol=1e-6)
+    assert torch.allclose(arrival.P, table.P, rtol=1e-4, atol=1e-6)
+    assert [r["epsilon"] for r in rows["arrival"]] == [r["epsilon"] for r in rows["table"]]

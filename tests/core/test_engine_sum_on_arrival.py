@@ -43,6 +43,30 @@ def test_the_sum_on_arrival_is_the_tables_aggregate_to_the_bit(tiny, how, thread
     assert np.array_equal(Ledger().record(0, "up", wires[:1]), Ledger().record(0, "up", wires[1:]))
 
 
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_central_dp_clips_each_client_on_arrival_as_clip_rows_does(tiny, threads, monkeypatch):
+    """The kernel's clip (its norm's squares summed in another order than `dp.clip_rows`'s) against the readable
+    clip of the update table: equal to float rounding; a clip no client reaches leaves the plain sum's bits."""
+    from labcore.privacy.dp import clip_rows
+
+    monkeypatch.setenv("LABCORE_THREADS", threads)
+    plan, Q, P = _cohort(tiny)
+    ones = fedavg_weights(torch.ones(plan.n_clients, dtype=torch.int64))
+    table = train_cohort(Q, P, plan, 0.1, 1e-2)
+    norms = torch.stack([table.rows.dense(slice(m, m + 1)).norm() for m in range(plan.n_clients)])
+    clip = float(norms.median())  # half the clients are clipped
+    summed = train_cohort(Q, P, plan, 0.1, 1e-2, sum_on_arrival=("weighted", ones, clip))
+    readable = aggregate(clip_rows(table.rows, clip), "weighted", ones, None)
+    assert summed.rows.clip == clip
+    assert torch.allclose(summed.rows.aggregate("weighted", ones), readable, rtol=1e-5, atol=1e-8)
+    assert not torch.allclose(readable, aggregate(table.rows, "weighted", ones, None), rtol=1e-3)
+    assert torch.equal(summed.rows.dense(slice(0, 1)), table.rows.dense(slice(0, 1)))  # the message, unclipped
+    loose = train_cohort(Q, P, plan, 0.1, 1e-2, sum_on_arrival=("weighted", ones, float(norms.max()) * 2))
+    assert torch.equal(loose.rows.aggregate("weighted", ones), aggregate(table.rows, "weighted", ones, None))
+    with pytest.raises(ValueError, match="summed 'weighted' only"):
+        train_cohort(Q, P, plan, 0.1, 1e-2, sum_on_arrival=("item_mean", ones, clip))
+
+
 def test_summed_rows_refuse_what_needs_every_clients_update(tiny):
     plan, Q, P = _cohort(tiny)
     weights = fedavg_weights(torch.from_numpy(plan.n_pos))
@@ -101,6 +125,9 @@ def test_only_a_round_where_nothing_else_reads_the_rows_sums_on_arrival(tiny, ex
     base = dict(method="fedmf", clients_per_round=8, **FAST)
     assert Simulation(RunConfig(**base), tiny)._sums_on_arrival(0)
     assert not Simulation(RunConfig(**{**base, **extra}), tiny)._sums_on_arrival(0)
+    dp = dict(client_schedule="poisson", aggregation="weighted", dp_noise_multiplier=1.0)
+    assert Simulation(RunConfig(**{**base, **dp, "dp_mode": "central"}), tiny)._sums_on_arrival(0)
+    assert not Simulation(RunConfig(**{**base, **dp, "dp_mode": "local"}), tiny)._sums_on_arrival(0)
     sim = Simulation(RunConfig(**base), tiny)
     sim.keep_view = True  # what the server saw is kept for the attack labs: every client's update
     assert not sim._sums_on_arrival(0)

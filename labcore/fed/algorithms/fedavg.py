@@ -18,7 +18,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..aggregate import fedavg_weights
 from ..local_train import LocalResult
 
 
@@ -58,10 +57,8 @@ class FedAvg:
     def local_train(self, sim, clients: np.ndarray, plan, setup) -> LocalResult:
         cfg = sim.cfg
         if sim.uses_engine_trainer and not sim.keep_view:  # W reused round to round (see Workspace)
-            summed = ((cfg.aggregation, fedavg_weights(torch.from_numpy(plan.n_pos))) if sim._sums_on_arrival(sim.round)
-                      else None)
             return sim.trainer(sim.Q, sim.P[clients], plan, cfg.lr, cfg.weight_decay, setup.lowrank, sim._workspace,
-                                sum_on_arrival=summed, **self.local_options())
+                               sum_on_arrival=sim.arrival_sum(plan.n_pos), **self.local_options())
         return sim.trainer(sim.Q, sim.P[clients], plan, cfg.lr, cfg.weight_decay, setup.lowrank,
                            **self.local_options())
 

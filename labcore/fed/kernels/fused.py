@@ -13,6 +13,7 @@ threads (`_lanes`): no sum is ever split between threads, and the thread count c
 """
 from __future__ import annotations
 
+import math
 import sys
 
 import numpy as np
@@ -467,18 +468,35 @@ def full_rows(Q, W, row_lo, row_hi, p, slots, s_item, s_label, row_item, n_activ
 # each client's rows are added to it just after the client trains, while they are still in the core's cache, and
 # the scratch rows are reused: the same sum to the bit (clients in index order, each one's items in increasing
 # order, the order in which `aggregate` adds the table's rows), without the table.
+@njit(cache=True, fastmath=FAST)
+def _clip_factor(W, lo, hi, clip):
+    """min(1, clip / ||rows lo:hi of W||) in float32, the squares summed in float64 (`privacy.dp.clip_factors`;
+    1 when clip is inf, so that W * 1 leaves the plain sum's bits). Reassociated: the sum in vector lanes, not one
+    chain of dependent additions."""
+    if math.isinf(clip):
+        return np.float32(1.0)
+    sq = 0.0
+    for k in range(lo, hi):
+        for c in range(W.shape[1]):
+            x = np.float64(W[k, c])
+            sq += x * x
+    norm = math.sqrt(sq)
+    return np.float32(1.0) if norm <= clip else np.float32(clip / norm)
+
+
 @njit(cache=True)
-def _add_client_rows(out, count, items, W, lo, hi, wc, weighted, i_lo, i_hi):
+def _add_client_rows(out, count, items, W, lo, hi, wc, fc, weighted, i_lo, i_hi):
     """Rows lo:hi of W (items items[lo:hi]) of items i_lo <= i < i_hi into the server's sum: out[i] += W[k] and
-    count[i] += 1 (item_mean), or out[i] += W[k] * wc (weighted); the arithmetic of `aggregate._add_rows` /
-    `_add_weighted_rows` (no fastmath: each product rounded, then added)."""
+    count[i] += 1 (item_mean), or out[i] += (W[k] * fc) * wc (weighted; fc the client's clip factor); the
+    arithmetic of `privacy.dp.clip_rows` and `aggregate._add_rows` / `_add_weighted_rows` (no fastmath: each
+    product rounded, then added)."""
     for k in range(lo, hi):
         i = items[k]
         if i < i_lo or i >= i_hi:
             continue
         if weighted:
             for c in range(W.shape[1]):
-                out[i, c] += W[k, c] * wc
+                out[i, c] += (W[k, c] * fc) * wc
         else:
             count[i] += 1
             for c in range(W.shape[1]):
@@ -487,7 +505,7 @@ def _add_client_rows(out, count, items, W, lo, hi, wc, weighted, i_lo, i_hi):
 
 @njit(cache=True, parallel=True)
 def _full_rows_summed(lanes, group, Q, indptr, position, p, slots, s_item, s_label, row_item, n_active, offsets, lr,
-                      two_wd, mu, loss, weighted, w, out, count, first):
+                      two_wd, mu, loss, weighted, w, clip, out, count, first):
     """Clients in index order, `group` at a time: the group's clients train on threads (dealt as in _lanes) into
     scratch rows, then their rows are added to the sum in client order. Client c is at schedule position
     position[c]; its rows are indptr[c]:indptr[c + 1] of row_item. first: client 0's rows, kept (its message)."""
@@ -497,6 +515,7 @@ def _full_rows_summed(lanes, group, Q, indptr, position, p, slots, s_item, s_lab
         span = max(span, indptr[min(g0 + group, M)] - indptr[g0])
     W = np.empty((span, Q.shape[1]), dtype=np.float32)
     pos = np.empty((lanes, Q.shape[0]), dtype=np.int64)
+    factor = np.ones(M, dtype=np.float32)  # each client's clip factor (central DP), 1 when not clipped
     for g0 in range(0, M, group):
         g1 = min(g0 + group, M)
         base = indptr[g0]
@@ -507,13 +526,14 @@ def _full_rows_summed(lanes, group, Q, indptr, position, p, slots, s_item, s_lab
                 open_rows(W, lo, hi, items, pos[lane])
                 _full_client(position[c], Q, W, lo, hi, p, slots, s_item, s_label, pos[lane], n_active, offsets,
                              lr, two_wd, mu, loss)
+                factor[c] = _clip_factor(W, lo, hi, clip)
         if g0 == 0:
             first[:, :] = W[:first.shape[0]]
         for lane in prange(lanes):  # each thread adds the group's rows of its share of the items, in client order
             i_lo, i_hi = N * lane // lanes, N * (lane + 1) // lanes
             for c in range(g0, g1):
-                _add_client_rows(out, count, items, W, indptr[c] - base, indptr[c + 1] - base, w[c], weighted, i_lo,
-                                 i_hi)
+                _add_client_rows(out, count, items, W, indptr[c] - base, indptr[c + 1] - base, w[c], factor[c],
+                                 weighted, i_lo, i_hi)
 
 
 # Clients a thread trains per group before the group's rows are summed: the group's scratch rows stay within the
@@ -522,13 +542,14 @@ GROUP_PER_LANE = 16
 
 
 def full_rows_summed(Q, indptr, position, p, slots, s_item, s_label, row_item, n_active, offsets, lr, two_wd,
-                     weights=None):
+                     weights=None, clip=math.inf):
     """`full_rows` without FedProx, with the server's sum taken on arrival (see above): no update table is made
     (the kernel keeps FedProx's argument, at 0, so that its compiled form stays the one tested). indptr: client c's
     rows are row_item[indptr[c]:indptr[c + 1]] (client index order); position[c]: its place in the schedule (p,
     slots); weights: the clients' float32 weights in index order (the weighted sum) or None (the item mean's sum
-    and count). Returns the summed loss, the sum (N, d), the rows per item (item mean; zeros if weighted) and
-    client 0's rows."""
+    and count); clip: central DP's clip norm C (`privacy.dp.clip_rows`), each client's rows scaled by
+    min(1, C / ||its rows||) before they are added (inf: not clipped). Returns the summed loss, the sum (N, d), the
+    rows per item (item mean; zeros if weighted) and client 0's rows (unclipped: the message it sent)."""
     N, d = Q.shape
     loss = np.zeros(p.shape[0])
     out = np.zeros((N, d), dtype=np.float32)
@@ -539,8 +560,8 @@ def full_rows_summed(Q, indptr, position, p, slots, s_item, s_label, row_item, n
     with compiled_threads():
         lanes = n_threads()
         _full_rows_summed(lanes, 1 if lanes == 1 else GROUP_PER_LANE * lanes, Q, indptr, position, p, slots, s_item,
-                          s_label, row_item, n_active, offsets, lr, two_wd, 0.0, loss, weighted, w, out, count,
-                          first)
+                          s_label, row_item, n_active, offsets, lr, two_wd, 0.0, loss, weighted, w, float(clip), out,
+                          count, first)
     return float(loss.sum()), out, count, first
 
 
