@@ -49,7 +49,8 @@ class Topic:
     card_prefix: str = ""  # card ids of this topic start with it; default "<name>-"
     cards: str | None = None  # module (relative to the package, e.g. ".cards") that registers the cards
     pages: tuple[Page, ...] = ()
-    presets: str | None = None  # module with a `PRESETS` tuple of `labcore.app.presets.Preset`
+    presets: str | None = None  # module with a `PRESETS` tuple of `labcore.app.presets.Preset` (and the topic's
+    #                              steps of the lesson path, a `LESSON` tuple of `labcore.app.lesson.Step`)
     exercises: str | None = None  # module with the notebook exercise checks and lab configs
     notebook: str | None = None  # its notebook under labs/, e.g. "labs/10_gist.ipynb"
     cli: str | None = None  # module with `add_commands(subparsers)`: the topic's own `labcore <command>`s
@@ -92,6 +93,10 @@ class Topic:
     def preset_list(self) -> tuple:
         mod = self.module(self.presets)
         return tuple(getattr(mod, "PRESETS", ())) if mod else ()
+
+    def lesson_list(self) -> tuple:
+        mod = self.module(self.presets)
+        return tuple(getattr(mod, "LESSON", ())) if mod else ()
 
     def exercise_module(self):
         return self.module(self.exercises)

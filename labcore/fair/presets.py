@@ -4,6 +4,7 @@ The page reads its own parameters (`_fair_data`, `_fair_tiers`, `_fair_rounds`, 
 """
 from __future__ import annotations
 
+from ..app.lesson import Step
 from ..app.presets import Preset
 
 # FAIR: the live trade-off runs on ML-1M-100 for 30 rounds (10-20 s; Goodreads-100 takes about a minute per 10
@@ -37,4 +38,13 @@ PRESETS = (
            "One model size for all who can hold it (1x..8x) against FAIR-HET; the paper's Fig. 1 is a sketch, the "
            "card is our 60-round run." + _FAIR_NOTE,
            cards=('fair-fig1-tradeoff',)),
+)
+
+LESSON = (
+    Step("Devices of different sizes: FAIR", 4, "fair", next(p for p in PRESETS if p.id == "fair-table2-1x4x").query,
+         move="the capacity tiers from 1x-4x to 1x-8x, then 1x-2x.",
+         watch="FAIR-HET (each device trains a subspace of the table it can hold) beside the full model and a model "
+               "shrunk for everybody.",
+         ask="What does a small device give up when it trains a random subspace instead of a smaller model?",
+         notebook="labs/06_fair.ipynb"),
 )

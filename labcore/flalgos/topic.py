@@ -12,6 +12,7 @@ TOPIC = Topic(
     order=110,
     cards=".cards",
     pages=(Page("flalgos", "FL algorithms: drift, fairness, attacks", ":material/tune:", HERE / "page.py"),),
+    presets=".presets",
     exercises=".exercises",
     notebook="labs/08_fl_algorithms.ipynb",
     config=".config:card_config_from_dict",

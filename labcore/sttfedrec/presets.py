@@ -4,6 +4,7 @@ The page reads its own parameters (`rho`, `T`, `factor`, `negatives`, `card`).
 """
 from __future__ import annotations
 
+from ..app.lesson import Step
 from ..app.presets import Preset
 # STTFedRec: the live part (one request's composition, the server's guesses) takes seconds; training the rho
 # and K sweeps takes hundreds of rounds, so they come from the stored cards.
@@ -33,4 +34,12 @@ PRESETS = (
            "Non-clicks drawn by popularity hide the clicks from a popularity attack better than uniform ones; "
            "200 devices, 10 requests each (the card: 1,000 devices).",
            cards=('sttfedrec-privacy-ml1m',)),
+)
+
+LESSON = (
+    Step("Split the model: STTFedRec", 4, "split_learning", next(p for p in PRESETS if p.id == "stt-fig4-rho").query,
+         move="rho (the share of non-clicked items in a request) from 0.5 to 0.9.",
+         watch="how many of a user's clicks the server's guesses find among the items of a request.",
+         ask="Why does mixing non-clicked items into the request hide the clicks, and what does it cost?",
+         notebook="labs/07_split_learning.ipynb"),
 )

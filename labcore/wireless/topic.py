@@ -10,6 +10,7 @@ TOPIC = Topic(
     section="Course reports", order=120,
     cards=".cards",
     pages=(Page("wireless", "Wireless: link budgets", ":material/cell_tower:", HERE / "page.py"),),
+    presets=".presets",
     exercises=".exercises",
     notebook="labs/09_wireless_quantization.ipynb",
     config=".config:from_dict",
