@@ -435,3 +435,19 @@ def test_committed_results_configs_rebuild_to_their_cache_keys():
                 assert make(fields_only).key() == c["key"], path.name
                 checked += 1
     assert checked > 100
+
+
+def test_every_stored_row_that_misses_says_why():
+    """A student reading a card sees the reason beside each row marked False, not a bare 'no'."""
+    bare = []
+    for card in figures.list_cards():
+        result = figures.stored(card.id, figure=False)
+        if result is None:
+            continue
+        rows = result.comparison()
+        if "ok" not in rows:
+            continue
+        missed = rows[rows["ok"].map(lambda ok: ok is False or (ok is not None and ok == False))]  # noqa: E712
+        notes = missed.get("note", pd.Series("", index=missed.index)).fillna("").astype(str).str.strip()
+        bare += [(card.id, q) for q, n in zip(missed["quantity"], notes) if not n]
+    assert not bare, bare
