@@ -108,6 +108,11 @@ class UrlWidgets:
             st.query_params[name] = _text(value)
         return value
 
+    def later(self, *names: str) -> None:
+        """Link names of widgets the page draws further down, after work it may still be doing in the background
+        (and so return before them): not reported as unknown meanwhile."""
+        self._known.update(names)
+
     def warnings(self) -> None:
         """Show the link warnings not shown yet in this run; they stay on every rerun until dismissed."""
         if self._unknown_slot is None:

@@ -69,6 +69,7 @@ def render() -> None:
                           where=c[2], radio=True, horizontal=True)
     factor = ui.number("factor", "device slowdown factor (phone)", 0.1, 100.0, DEFAULTS["factor"], 0.5, where=c[3])
     presets.sidebar("split_learning")
+    ui.later("card")  # the stored cards' selector, drawn once the attack is done
     ui.warnings()
 
     comp = plots.request_composition(rho, T)

@@ -29,10 +29,10 @@ def render() -> None:
     st.caption(f"{len(steps)} steps, {lesson.total_minutes()} minutes. Open a step, do what it says, come back with "
                "the browser's Back button. Each link opens its page on the view the step is about; the notebooks "
                "under labs/ go further, with exercises and checks.")
-    left, right = st.columns(2)
-    for k, step in enumerate(steps, 1):
-        with left if k <= (len(steps) + 1) // 2 else right:
-            _step(k, step)
+    for k in range(0, len(steps), 2):  # two a row, read left to right
+        for column, (n, step) in zip(st.columns(2), enumerate(steps[k:k + 2], k + 1)):
+            with column:
+                _step(n, step)
 
 
 if __name__ == "__main__":  # st.navigation executes this file as the page script

@@ -507,3 +507,27 @@ def test_compare_shows_the_same_error_of_every_run_once():
     assert len(at.error) == 1, [e.value for e in at.error]
     n = int(next(c.value for c in at.caption if " runs on synthetic" in c.value).split()[0])
     assert n > 3 and at.error[0].value.startswith(f"**All {n} runs:** **clients_per_round=60 is invalid**")
+
+
+
+def _returns_before_its_card_selector(declared: bool):
+    """A page that returns (its work still running) before it draws the widget a link names."""
+    from labcore.app.url_widgets import UrlWidgets
+
+    ui = UrlWidgets("early")
+    ui.slider("rho", "rho", 0.5, 0.95, 0.9, 0.05)
+    if declared:
+        ui.later("card")
+    ui.warnings()
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_a_link_to_a_widget_drawn_after_background_work_is_not_reported_meanwhile(declared):
+    """The split-learning page returns while its attack trains, before it draws the cards' selector (in the browser
+    the warning stood until the attack ended): a widget declared `later` is not 'not used' meanwhile."""
+    at = AppTest.from_function(_returns_before_its_card_selector, args=(declared,))
+    at.query_params.update({"card": "sttfedrec-fig5-ml1m", "bogus": "1"})
+    at.run()
+    shown = " ".join(w.value for w in at.warning)
+    assert ("card=" in shown) != declared, shown
+    assert "bogus=" in shown  # a name the page has no widget for is still reported
