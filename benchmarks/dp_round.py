@@ -1,7 +1,8 @@
 """A DP round against a plain round of the same method on ML-1M at CoLR's settings, both in one process.
 
     LABCORE_DATA=<data folder> python benchmarks/dp_round.py                 # FedMF, central DP, sigma 1
-    python benchmarks/dp_round.py --method colr --rounds 20 --mode distributed
+    python benchmarks/dp_round.py --method colr --rounds 20
+    python benchmarks/dp_round.py --mode distributed --encryption secagg --rounds 5   # both runs under secagg
 
 Both runs use Poisson cohorts (60 clients a round expected) and aggregation "weighted" (DP's fixed
 denominator needs it), so the plain run differs from the DP one only by the DP step: clipping in the aggregated
@@ -24,10 +25,12 @@ def main() -> None:
     ap.add_argument("--method", default="fedmf", choices=("fedmf", "colr", "scolr", "topk"))
     ap.add_argument("--mode", default="central", choices=("central", "distributed", "local"))
     ap.add_argument("--rounds", type=int, default=10, help="timed rounds of each")
+    ap.add_argument("--encryption", default="none", choices=("none", "secagg"),
+                    help="the uplink of both runs (distributed DP's noise shares are meant for secagg's masks)")
     a = ap.parse_args()
     extra = {"rank": 4} if a.method in ("colr", "scolr") else {}
     common = dict(method=a.method, client_schedule="poisson", aggregation="weighted", rounds=10**6,
-                  eval_every=10**6, rank_every=0, **extra)
+                  eval_every=10**6, rank_every=0, encryption=a.encryption, **extra)
     plain_cfg = paper_ml1m(**common)
     dp_cfg = paper_ml1m(**common, dp_mode=a.mode, dp_noise_multiplier=1.0, dp_clip=0.1)
     data = load_data(plain_cfg)
@@ -41,7 +44,8 @@ def main() -> None:
             s.step()
             cpu[name].append(time.process_time() - c0)
     med = {k: statistics.median(v) for k, v in cpu.items()}
-    print(f"{plain_cfg.describe()} on ML-1M, {a.rounds} timed rounds each, DP {a.mode} sigma 1 C 0.1")
+    print(f"{plain_cfg.describe()} on ML-1M, {a.rounds} timed rounds each, DP {a.mode} sigma 1 C 0.1, "
+          f"encryption {a.encryption}")
     for k, v in med.items():
         print(f"  {k:5s} median CPU s per round {v:.3f}  (rounds: {', '.join(f'{x:.2f}' for x in cpu[k])})")
     print(f"  ratio DP / plain: {med['DP'] / med['plain']:.2f}  (goal <= 1.3)")
