@@ -1,4 +1,5 @@
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,14 @@ def tiny():
 def _isolated_cache(tmp_path, monkeypatch):
     """Every test gets its own result cache."""
     monkeypatch.setenv("LABCORE_CACHE", str(tmp_path / "runs"))
+
+
+@pytest.fixture(autouse=True)
+def _main_module_kept(monkeypatch):
+    """AppTest runs a page script as this process's __main__ and leaves it there: a process a later test spawns
+    would run that script first (a function's AppTest script: NameError, and the test waited for a child that was
+    gone). The real __main__ is put back after each test."""
+    monkeypatch.setitem(sys.modules, "__main__", sys.modules["__main__"])
 
 
 def shared_data() -> Path | None:
