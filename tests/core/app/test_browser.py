@@ -526,7 +526,10 @@ def classroom_pages(core: bool) -> list:
              "flalgos": "/flalgos?steps=2"}
     return [pytest.param(name, light.get(name, f"/{name}"), marks=[pytest.mark.classroom]
                          + ([] if name in CORE_PAGES else [NEEDS_DATA]))
-            for name in pages() if (name in CORE_PAGES) == core]
+            for name in pages() if (name in CORE_PAGES) == core and name not in WITHOUT_CONTROLS]
+
+
+WITHOUT_CONTROLS = ("lesson",)  # links only: test_browser_lesson.py opens each of them
 
 
 def sweep_every_control(server, page, name: str, path: str) -> None:
