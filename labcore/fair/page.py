@@ -53,6 +53,7 @@ def render() -> None:
                       where=c2)
     rounds = ui.select_slider("_fair_rounds", "rounds", ROUNDS, 30, where=c3)
     presets.sidebar("fair")
+    ui.later("_fair_card")  # the stored tables' selector, drawn once the devices and the trade-off are done
     ui.warnings()
     # an error (a data file missing) is shown by name; the stored paper tables below need no data: still shown
     devices = in_background("fair.devices", f"{dataset}:{tiers}", _devices(dataset, tiers),

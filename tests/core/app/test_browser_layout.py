@@ -82,7 +82,11 @@ def _cramped(pg) -> list[str]:
 def _pages() -> list:
     from labcore.app.pages import CORE_PAGES, pages
 
-    return [pytest.param(name, marks=[] if name in CORE_PAGES else [NEEDS_DATA]) for name in pages()]
+    return [pytest.param(name, marks=[] if name in CORE_PAGES else [NEEDS_DATA]) for name in pages()
+            if name not in WITHOUT_CHARTS]
+
+
+WITHOUT_CHARTS = ("lesson",)  # its steps' links: opened by test_browser_lesson.py
 
 
 def _lasting(pg, clipped: bool) -> list[str]:
