@@ -409,12 +409,16 @@ class Simulation:
         decoded = self.method.decode_uplink({w.name: w for w in up_recv}, setup, local.rows)
         if self.dp is not None:  # each update clipped in the aggregated space (+ its noise share), summed unweighted
             dp_gen = _gen(cfg.seed, t, STREAM_DP)
+            # nothing reads a client's privatized update but the sum (the ledger records the messages before DP):
+            # the clients' noise shares can be drawn on the sum
+            dp_summed = self.secure is None and not self.keep_view
             if not isinstance(decoded, SummedRows):  # (summed rows were clipped as each client ended)
                 out = None
-                if isinstance(decoded, RowUpdate) and decoded.values.dtype == torch.float32 and not self.keep_view:
+                if (isinstance(decoded, RowUpdate) and decoded.values.dtype == torch.float32 and not self.keep_view
+                        and self.dp.mode == "central"):
                     out = torch.from_numpy(self._workspace.array("dp_clipped", tuple(decoded.values.shape),
                                                                  np.float32))
-                decoded = self.dp.privatize_clients(decoded, dp_gen, out)
+                decoded = self.dp.privatize_clients(decoded, dp_gen, out, summed=dp_summed)
             n_pos = np.ones(len(n_pos), np.int64)
         if self.secure is None:
             touched = None if isinstance(decoded, RowUpdate) else local.touched_dense()
@@ -433,8 +437,9 @@ class Simulation:
             he = self.secure.aggregate(t, up_sent, up_recv, decoded, n_pos, local.touched_dense(), setup,
                                        self.ledger, n_dropped)
             agg, up_bytes = he.aggregate, he.up_bytes
-        if self.dp is not None:  # central DP's noise on the sum; divided by the expected cohort, not the actual one
-            agg = (agg * len(n_pos) + self.dp.server_noise(agg.shape, dp_gen, agg.dtype)) / self.dp.expected_cohort
+        if self.dp is not None:  # the noise on the sum; divided by the expected cohort, not the actual one
+            noise = self.dp.server_noise(agg.shape, dp_gen, agg.dtype, len(n_pos) if dp_summed else 0)
+            agg = (agg * len(n_pos) + noise) / self.dp.expected_cohort
         return up, up_sent, up_bytes, decoded, agg, he, t1
 
     def _plant(self, local: LocalResult, clients: np.ndarray, n_pos: np.ndarray) -> LocalResult:

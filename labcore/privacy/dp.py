@@ -18,6 +18,11 @@ Where the noise is added (`MODES`):
 * "local": each client clips and adds N(0, sigma^2 C^2) to its own update (every client's update is private
   on its own; per-client epsilon, no amplification by sampling since the server sees who sent what).
 
+A client noises every value of its update, the rows it did not touch too (else which rows it touched shows). Where
+nothing but the server's sum reads a client's update (no secure aggregation, whose masks go on each noised update,
+and no attack view), the M clients' shares N(0, s^2) are drawn at once on the sum as N(0, M s^2), the same
+distribution, and the clipped rows are summed without a dense table (`RoundDP.privatize_clients`'s `summed`).
+
 The accountant is Opacus's RDP accountant (Mironov 2017; Opacus converts RDP to (epsilon, delta) with Balle et
 al. 2020, Thm. 21), its PRV accountant (Gopi et al. 2021) as a cross-check, and `get_noise_multiplier` for
 the inverse (sigma for a target epsilon).
@@ -69,13 +74,40 @@ def clip_factors(sq_norms: torch.Tensor, clip: float) -> torch.Tensor:
     return torch.clamp(clip / norms.clamp(min=1e-300), max=1.0)
 
 
-def clip_updates(updates: torch.Tensor, clip: float) -> torch.Tensor:
-    """Each row (client) of a (M, ...) tensor clipped to L2 norm `clip`."""
-    flat = updates.reshape(updates.shape[0], -1)
-    f = clip_factors((flat.to(torch.float64) ** 2).sum(1), clip)
+NORM_BLOCK = 4  # clients whose squared norms `sq_norms` sums at a time
+
+
+def sq_norms(flat: torch.Tensor) -> torch.Tensor:
+    """Each row's squared L2 norm of a (M, n) tensor in float64: the numbers of `(flat.double() ** 2).sum(1)`,
+    a few rows at a time (a float64 copy of a cohort's whole table, 114 MB at ML-1M, costs more than the sums).
+    Torch sums a lone row in threads, in another order: so no block has a single row unless M is 1."""
+    M = flat.shape[0]
+    starts = list(range(0, M, NORM_BLOCK))
+    if M > 1 and M - starts[-1] == 1:  # ..., 4, 1 -> ..., 3, 2
+        starts[-1] -= 1
+    out = torch.empty(M, dtype=torch.float64)
+    block = torch.empty((min(M, NORM_BLOCK), flat.shape[1]), dtype=torch.float64)
+    for lo, hi in zip(starts, starts[1:] + [M]):
+        b = block[: hi - lo]
+        out[lo:hi] = b.copy_(flat[lo:hi]).square_().sum(1)  # float32 squares are exact in float64
+    return out
+
+
+def clip_updates(updates: torch.Tensor, clip: float, overwrite: bool = False) -> torch.Tensor:
+    """Each row (client) of a (M, ...) tensor clipped to L2 norm `clip`. overwrite: the caller's own table, which
+    may be scaled in place (the same numbers, without a second table)."""
     if math.isinf(clip):
         return updates
-    return (flat * f[:, None].to(flat.dtype)).reshape(updates.shape)
+    flat = updates.reshape(updates.shape[0], -1)
+    f = clip_factors(sq_norms(flat), clip)[:, None].to(flat.dtype)
+    return (flat.mul_(f) if overwrite else flat * f).reshape(updates.shape)
+
+
+def row_sq_norms(rows) -> torch.Tensor:
+    """Each client's squared L2 norm of a RowUpdate (float64)."""
+    # each row's norm in one fused pass (float32, relative error ~1e-7), squared and added up per client in float64
+    return torch.zeros(rows.n_clients, dtype=torch.float64).index_add_(
+        0, rows.client, torch.linalg.vector_norm(rows.values, dim=1).to(torch.float64) ** 2)
 
 
 def clip_rows(rows, clip: float, out: torch.Tensor | None = None):
@@ -84,11 +116,22 @@ def clip_rows(rows, clip: float, out: torch.Tensor | None = None):
     from ..fed.updates import RowUpdate
     if math.isinf(clip):
         return rows
-    # each row's norm in one fused pass (float32, relative error ~1e-7), squared and added up per client in float64
-    sq = torch.zeros(rows.n_clients, dtype=torch.float64).index_add_(
-        0, rows.client, torch.linalg.vector_norm(rows.values, dim=1).to(torch.float64) ** 2)
-    values = torch.mul(rows.values, clip_factors(sq, clip)[rows.client].to(rows.values.dtype)[:, None], out=out)
+    f = clip_factors(row_sq_norms(rows), clip)
+    values = torch.mul(rows.values, f[rows.client].to(rows.values.dtype)[:, None], out=out)
     return RowUpdate(rows.n_clients, rows.n_items, rows.client, rows.item, values, rows.item_bits, rows.received)
+
+
+def clipped_sum(rows, clip: float):
+    """The clients' clipped rows summed with DP's equal weights 1 / M, as a `SummedRows` (whose aggregate is that
+    sum): each row is scaled by its client's clip factor times 1 / M as it is added, without a clipped table. Equal
+    to `aggregate(clip_rows(rows, clip), "weighted", 1 / M)` to float rounding."""
+    from ..fed.aggregate import fedavg_weights, rows_weighted_sum
+    from ..fed.updates import SummedRows
+    w = fedavg_weights(torch.ones(rows.n_clients, dtype=torch.int64))
+    scale = (clip_factors(row_sq_norms(rows), clip) * w.to(torch.float64)).to(rows.dtype)
+    first = rows.values[: int(rows.indptr[1])]  # client 0's message, as a sum on arrival keeps it
+    return SummedRows.from_sum(rows.n_clients, rows.indptr, rows.item, rows.item_bits, "weighted",
+                               rows_weighted_sum(rows, scale), None, first, w, clip)
 
 
 def gaussian(shape, std: float, gen: torch.Generator, dtype=torch.float32) -> torch.Tensor:
@@ -99,6 +142,30 @@ def gaussian(shape, std: float, gen: torch.Generator, dtype=torch.float32) -> to
     if noise.numel() >= 16:  # drawn scaled: the numbers of randn * std (torch's vectorized path), in half the time
         return noise.normal_(0.0, std, generator=gen)
     return torch.randn(shape, generator=gen, dtype=dtype).mul_(std)  # below 16 values normal_ rounds otherwise
+
+
+NOISE_CHUNK = 1 << 16  # values `add_gaussian_` draws at a time (a multiple of 16)
+
+
+def add_gaussian_(x: torch.Tensor, std: float, gen: torch.Generator) -> torch.Tensor:
+    """x += N(0, std^2) in place, with the numbers of `x + gaussian(x.shape, std, gen, x.dtype)`, drawn a chunk
+    at a time into a small buffer rather than into a second array of x's size. torch's normal_ draws its uniforms
+    in order and turns them into normals 16 at a time, redrawing the last 16 when the size is not a multiple of 16;
+    so chunks of multiples of 16, the last one at least 16 long, draw the same numbers as one call."""
+    if std == 0:
+        return x
+    flat = x.view(-1)
+    n = flat.numel()
+    if n < 2 * NOISE_CHUNK:
+        return flat.add_(gaussian(n, std, gen, x.dtype)).view_as(x)
+    buf = torch.empty(NOISE_CHUNK, dtype=x.dtype)
+    starts = list(range(0, n, NOISE_CHUNK))
+    if n - starts[-1] < 16:  # a short tail joins the chunk before it
+        starts.pop()
+    for lo, hi in zip(starts, starts[1:] + [n]):
+        chunk = buf[: hi - lo] if hi - lo <= NOISE_CHUNK else torch.empty(hi - lo, dtype=x.dtype)
+        flat[lo:hi].add_(chunk.normal_(0.0, std, generator=gen))
+    return x
 
 
 def noisy_mean(updates: torch.Tensor, clip: float, noise_multiplier: float, denominator: float,
@@ -260,23 +327,39 @@ class RoundDP:
                 f"{self.epsilon(rows):.3f}, one more round would spend {nxt:.3f} > dp_target_epsilon="
                 f"{self.target_epsilon:g} (delta={self.delta:.3g}).")
 
-    def privatize_clients(self, decoded, gen: torch.Generator, out: torch.Tensor | None = None):
+    def privatize_clients(self, decoded, gen: torch.Generator, out: torch.Tensor | None = None,
+                          summed: bool = False):
         """Each client's clipped update, plus its own noise share (distributed, local). RowUpdate or (M, N, k).
+        summed: nothing but the server's sum reads a client's update (no attack view, no secure aggregation), so
+        distributed and local DP's shares are left out here and drawn at once on the sum (`server_noise`), and a
+        RowUpdate is clipped and summed by its rows (`clipped_sum`).
         out: where central DP's clipped rows go (the engine passes a buffer it reuses round to round: a fresh
         array of the cohort's rows costs more in page faults than the clipping itself)."""
+        from ..fed.updates import RowUpdate
+        rows = isinstance(decoded, RowUpdate)  # else a dense (M, N, k) tensor
+        if summed and self.mode != "central":
+            return clipped_sum(decoded, self.clip) if rows else clip_updates(decoded, self.clip)
         std = client_noise_std(self.mode, self.noise_multiplier, self.clip, self.expected_cohort)
-        if hasattr(decoded, "values"):  # a RowUpdate
+        if rows:
             if not std:  # central: clipped by its rows
                 return clip_rows(decoded, self.clip, out)
-            decoded = decoded.dense()  # a client noises every value, touched or not (else its rows leak)
-        out = clip_updates(decoded, self.clip)
-        if std:
-            out = out + gaussian(out.shape, std, gen, out.dtype)
-        return out
+            # a client noises every value, touched or not (else its rows leak); the dense table is ours to overwrite
+            return add_gaussian_(clip_updates(decoded.dense(), self.clip, overwrite=True), std, gen)
+        clipped = clip_updates(decoded, self.clip)
+        if not std:
+            return clipped
+        if clipped is decoded:  # no clip: the noise goes on a copy, not on the caller's table
+            clipped = clipped.clone(memory_format=torch.contiguous_format)
+        return add_gaussian_(clipped, std, gen)
 
-    def server_noise(self, shape, gen: torch.Generator, dtype) -> torch.Tensor:
-        """Central DP's noise on the sum (zeros otherwise), in units of the sum."""
-        std = self.noise_multiplier * self.clip if self.mode == "central" and self.noise_multiplier else 0.0
+    def server_noise(self, shape, gen: torch.Generator, dtype, summed_clients: int = 0) -> torch.Tensor:
+        """The noise the server adds to the sum, in units of the sum: central DP's, or the noise shares of
+        `summed_clients` clients whose updates were privatized with summed=True (zeros otherwise)."""
+        if self.mode == "central":
+            std = self.noise_multiplier * self.clip if self.noise_multiplier else 0.0
+        else:  # the sum of M independent N(0, s^2) shares is N(0, M s^2): one draw has the same distribution
+            std = client_noise_std(self.mode, self.noise_multiplier, self.clip, self.expected_cohort)
+            std *= math.sqrt(summed_clients)
         return gaussian(shape, std, gen, dtype)
 
     def sigma_round(self, n_uploaded: int) -> float:

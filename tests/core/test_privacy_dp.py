@@ -10,7 +10,7 @@ from scipy import stats
 from labcore.config import ConfigError, RunConfig
 from labcore.fed import sampling as S
 from labcore.fed.aggregate import aggregate, fedavg_weights
-from labcore.fed.local_train import RowUpdate
+from labcore.fed.local_train import RowUpdate, SummedRows
 from labcore.privacy import dp
 
 
@@ -159,3 +159,93 @@ def test_the_noise_is_randn_times_its_std_to_the_bit(shape, dtype):
     for std in (2.5e-3, 0.1, 0.37, 7.0):
         expected = torch.randn(shape, generator=torch.Generator().manual_seed(3), dtype=dtype).mul_(std)
         assert torch.equal(dp.gaussian(shape, std, torch.Generator().manual_seed(3), dtype), expected)
+
+
+# --- the clients' noise drawn on the sum ----------------------------------------------------------------------
+def _noisy_sum(rd, decoded, gen, summed):
+    """The engine's DP step on a cohort before the fixed denominator: privatized, summed with equal weights, times
+    the cohort, plus the server's noise (`Simulation._uplink`)."""
+    M = decoded.shape[0]
+    agg = aggregate(rd.privatize_clients(decoded, gen, summed=summed), "weighted",
+                    fedavg_weights(torch.ones(M, dtype=torch.int64)), None)
+    return agg * M + rd.server_noise(agg.shape, gen, agg.dtype, M if summed else 0)
+
+
+def _cohort(M, N, k, seed=0, scale=0.01):
+    """A RowUpdate of M clients that touched a few rows each (norms about scale * sqrt(5 k))."""
+    g = torch.Generator().manual_seed(seed)
+    dense = torch.zeros(M, N, k)
+    for m in range(M):
+        dense[m, torch.randperm(N, generator=g)[:5]] = scale * torch.randn(5, k, generator=g)
+    return RowUpdate.from_dense(dense, dense.abs().sum(2) > 0), dense
+
+
+@pytest.mark.parametrize("mode", ["local", "distributed"])
+def test_the_noise_drawn_on_the_sum_has_the_std_of_the_clients_shares(mode):
+    """M = 5 clients below the clip, so the sum is known: the noise of the per-client path (each client noises its
+    dense table) and of the shortcut (one draw on the sum) over n = 40000 values, each against s sqrt(M) (s a
+    client's share) in a two-sided chi-square test at level 0.001, and against each other in an F-test at level
+    0.001. Power: the sample variance's relative spread is sqrt(2 / n) = 0.7 %, so a std 2 % off (4 % in variance,
+    5.7 spreads) is rejected with power > 0.99, as the last line checks."""
+    M, N, k, sigma, C = 5, 625, 64, 1.3, 0.7
+    rd = dp.RoundDP(mode, sigma, C, 1e-5, 0.5, 6.0, 0.0, 1)
+    rows, dense = _cohort(M, N, k)
+    known = dense.sum(0).double()
+    want = dp.client_noise_std(mode, sigma, C, 6.0) * math.sqrt(M)
+    n, (lo, hi) = N * k, stats.chi2.ppf([0.0005, 0.9995], N * k - 1)
+    noise = {}
+    for summed in (False, True):
+        noise[summed] = (_noisy_sum(rd, rows, torch.Generator().manual_seed(11), summed).double() - known).ravel()
+        assert lo < (n - 1) * noise[summed].var().item() / want**2 < hi
+        assert abs(noise[summed].mean().item()) < 4 * want / math.sqrt(n)
+    f = noise[True].var().item() / noise[False].var().item()
+    assert stats.f.ppf(0.0005, n - 1, n - 1) < f < stats.f.ppf(0.9995, n - 1, n - 1)
+    assert not lo < (n - 1) * noise[True].var().item() / (1.02 * want) ** 2 < hi
+
+
+@pytest.mark.parametrize("mode", ["local", "distributed"])
+def test_without_noise_the_sum_shortcut_equals_the_per_client_path(mode):
+    """sigma 0: only the clip is left, and the rows summed with their clip factors equal the dense per-client path
+    (clip each client's table, sum) to float rounding, for a RowUpdate and for a dense cohort; the fixed
+    denominator is the same."""
+    rows, dense = _cohort(6, 40, 8, scale=0.2)  # norms about 1.3: a clip of 1.3 binds for some clients only
+    norms = dense.reshape(6, -1).norm(dim=1)
+    assert (norms > 1.3).any() and (norms < 1.3).any()
+    rd = dp.RoundDP(mode, 0.0, 1.3, 1e-5, 0.5, 8.0, 0.0, 1)
+    g = torch.Generator().manual_seed(0)
+    clipped_dense = dp.clip_updates(dense, 1.3).sum(0)
+    for cohort in (rows, dense):
+        shortcut = _noisy_sum(rd, cohort, g, summed=True)
+        assert torch.allclose(shortcut, _noisy_sum(rd, cohort, g, summed=False), rtol=1e-5, atol=1e-7)
+        assert torch.allclose(shortcut, clipped_dense, rtol=1e-5, atol=1e-7)
+    assert isinstance(rd.privatize_clients(rows, g, summed=True), SummedRows)  # no dense table was made
+
+
+def test_the_per_client_path_draws_the_numbers_it_drew_with_whole_tables(monkeypatch):
+    """The per-client path noises and clips in place and in chunks; the numbers are those of the whole-table
+    arithmetic: `(x.double() ** 2).sum(1)` for the squared norms, `x + gaussian(x.shape)` for the noise."""
+    monkeypatch.setattr(dp, "NOISE_CHUNK", 64)  # many chunks on small tables
+    for shape in [(3,), (15,), (100,), (128,), (129,), (130,), (143,), (144,), (7, 3, 31), (5, 40, 9)]:
+        for dtype in (torch.float32, torch.float64):
+            x = torch.randn(shape, generator=torch.Generator().manual_seed(1), dtype=dtype)
+            want = x + dp.gaussian(x.shape, 0.3, torch.Generator().manual_seed(2), dtype)
+            assert torch.equal(dp.add_gaussian_(x.clone(), 0.3, torch.Generator().manual_seed(2)), want)
+    for M in (1, 2, 3, 5, 6, 9):
+        for n in (7, 40_000):  # 40000: more than torch's grain, where a lone row's sum is split in threads
+            flat = torch.randn(M, n, generator=torch.Generator().manual_seed(M)) * torch.rand(M, 1)
+            assert torch.equal(dp.sq_norms(flat), (flat.to(torch.float64) ** 2).sum(1))
+            assert torch.equal(dp.clip_updates(flat.clone(), 0.5, overwrite=True), dp.clip_updates(flat, 0.5))
+
+
+def test_only_the_runs_drawing_noise_on_the_sum_change_their_store_key(monkeypatch):
+    """Local and distributed DP without encryption draw their noise on the sum: their stored results are keyed
+    apart. Central DP and distributed DP under secure aggregation keep their numbers, and their keys."""
+    from labcore import config
+    base = dict(method="fedmf", client_schedule="poisson", aggregation="weighted", dp_noise_multiplier=1.0)
+    cfgs = {"central": RunConfig(dp_mode="central", **base), "local": RunConfig(dp_mode="local", **base),
+            "distributed": RunConfig(dp_mode="distributed", **base),
+            "distributed secagg": RunConfig(dp_mode="distributed", encryption="secagg", **base)}
+    before = {name: c.key() for name, c in cfgs.items()}
+    monkeypatch.setattr(config, "DP_ON_SUM_STORE_VERSION", config.DP_ON_SUM_STORE_VERSION + 1)
+    changed = {name for name, c in cfgs.items() if c.key() != before[name]}
+    assert changed == {"local", "distributed"}
