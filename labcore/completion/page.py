@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from labcore.app.charts import chart
+from labcore.app.charts import chart, table
 from labcore.app.runs import in_background
 from labcore.app.url_widgets import UrlWidgets
 from labcore.completion import plots
@@ -65,9 +65,8 @@ def _problem_controls(ui: UrlWidgets) -> dict:
 
 def render() -> None:
     st.title("Matrix completion: the same time budget for every algorithm")
-    st.caption("Report 2 of the course reports: benchmarking low-rank matrix completion. The harness keeps the "
-               "clock (one BLAS thread), logs each algorithm's factors at fixed times and measures "
-               "||M - M*||_F / ||M*||_F from the factors.")
+    st.caption("Report 2: low-rank matrix completion. One BLAS thread; error ||M - M*||_F / ||M*||_F of the factors "
+               "logged at fixed times.")
     ui = UrlWidgets("completion")
     problem = _problem_controls(ui)
     algs = ui.multiselect("algs", "algorithms", ALGORITHMS, default=DEFAULT_ALGS, format_func=LABELS.get)
@@ -174,7 +173,7 @@ def _stored_cards(ui: UrlWidgets) -> None:
         st.info(f"No stored full-size result: `labcore figure {card_id} --full --save --jobs 2` computes it.")
         return
     chart(res.figure, key=f"card-{card_id}")
-    st.dataframe(card.compare(res.ours), hide_index=True)
+    table(card.compare(res.ours))
     st.caption(f"Stored {res.meta.get('date', '?')} with `{res.meta.get('command', '?')}`")
 
 

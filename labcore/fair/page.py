@@ -11,7 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from labcore.app import presets
-from labcore.app.charts import chart
+from labcore.app.charts import chart, table
 from labcore.app.runs import in_background
 from labcore.app.url_widgets import UrlWidgets
 from labcore.fair import plots as fplots
@@ -71,7 +71,7 @@ def render() -> None:
         st.info(f"No stored full-size result yet: labcore figure {card_id} --full --save")
         return
     chart(res.figure)
-    st.dataframe(res.comparison(), hide_index=True)
+    table(res.comparison())
 
 
 def _card_text(card) -> None:
@@ -87,18 +87,26 @@ def _card_text(card) -> None:
 DEVICE_COLUMNS = {"tier": "capacity tier", "takes_part": "trains", "train_ratio": "trains at (times smaller)",
                   "table_values": "values of an item table", "values": "values on the device",
                   "bytes": "bytes on the device", "ratio_actual": "smaller than the full model (times)"}
+# shown as short headers, the full name in the header's help: seven columns in a projector's 564 px
+DEVICE_LABELS = {"capacity tier": "tier", "trains at (times smaller)": "target (x smaller)",
+                 "values of an item table": "item table", "values on the device": "values",
+                 "bytes on the device": "bytes", "smaller than the full model (times)": "actual (x smaller)"}
 TRADEOFF_COLUMNS = {"strategy": "strategy", "model_ratio": "model size (times smaller)",
                     "devices_share": "share of devices training", "round_best": "at round",
                     "capacities": "capacity tiers"}
+TRADEOFF_LABELS = {"model size (times smaller)": "model (x smaller)", "share of devices training": "devices training",
+                   "capacity tiers": "tiers"}
 
 
 def _live(devices, dataset: str, tiers: str, rounds: int) -> None:
     """What a device stores and the Fig. 1 trade-off, computed here from the chosen data."""
     st.subheader("What a device stores")
     st.caption("psi: m values per item table (m = the greatest power of two <= n / ratio), its own user vectors "
-               "and the small dense layers. 1x devices hold the server's table itself.")
+               "and the small dense layers. 1x devices hold the server's table itself. The table: the model a tier "
+               "trains (target) and holds (actual), times smaller than the full model; values and bytes on the device.")
     chart(fplots.device_memory(devices))
-    st.dataframe(devices.rename(columns=DEVICE_COLUMNS), hide_index=True)
+    table(devices.rename(columns=DEVICE_COLUMNS),
+          column_config={c: st.column_config.Column(label, help=c) for c, label in DEVICE_LABELS.items()})
     st.subheader("Model loss or data loss (Fig. 1)")
     st.caption("One model size for everyone who can hold it drops the smaller devices (left) or shrinks the model "
                "for all (right); FAIR trains every device at its own size.")
@@ -110,9 +118,9 @@ def _live(devices, dataset: str, tiers: str, rounds: int) -> None:
         if df is None:
             return
         chart(fplots.tradeoff(df))
-        st.dataframe(df.drop(columns=["metric_name"]).rename(columns={**TRADEOFF_COLUMNS,
-                                                                      "metric": f"best {df['metric_name'].iloc[0]}"}),
-                     hide_index=True)
+        table(df.drop(columns=["metric_name"]).rename(columns={**TRADEOFF_COLUMNS,
+                                                               "metric": f"best {df['metric_name'].iloc[0]}"}),
+              column_config={c: st.column_config.Column(label, help=c) for c, label in TRADEOFF_LABELS.items()})
 
 
 if __name__ == "__main__":  # st.navigation executes this file as the page script

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from labcore.app.charts import chart
+from labcore.app.charts import chart, table
 from labcore.app.runs import in_background
 from labcore.app.url_widgets import UrlWidgets
 
@@ -81,7 +81,7 @@ def render() -> None:
                 st.info(f"No stored result yet: `labcore figure {cid} --full --save --jobs 2` computes it.")
                 continue
             chart(res.figure, key=f"stored-{cid}")
-            st.dataframe(cards.CARDS[cid].compare(res.ours), hide_index=True)
+            table(cards.CARDS[cid].compare(res.ours))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from labcore.app.charts import chart
+from labcore.app.charts import chart, table
 from labcore.app.runs import in_background
 from labcore.app.url_widgets import UrlWidgets
 from labcore.flalgos import plots
@@ -138,8 +138,7 @@ def render() -> None:
     if d["task"] in ("digits", "synthetic"):
         chart(plots.client_accuracy(clients, f"{chosen}: per-client test accuracy"), key="clients")
     with st.expander("Measured bytes (payload ledger)"):
-        st.dataframe(led.groupby(["direction", "part", "kind"], as_index=False)[["messages", "bytes"]].sum(),
-                     hide_index=True)
+        table(led.groupby(["direction", "part", "kind"], as_index=False)[["messages", "bytes"]].sum())
     _stored(ui)
 
 
@@ -158,7 +157,7 @@ def _stored(ui: UrlWidgets) -> None:
                 "figures.save).")
         return
     chart(res.figure, key="card")
-    st.dataframe(card.compare(res.ours, res.paper), hide_index=True)
+    table(card.compare(res.ours, res.paper))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from labcore.app.charts import chart
+from labcore.app.charts import chart, table
 from labcore.app.runs import in_background
 from labcore.app.url_widgets import UrlWidgets
 
@@ -139,7 +139,7 @@ def render() -> None:
                 st.info(f"Not stored yet: `labcore figure {cid} --full --save --jobs 2` computes it.")
                 continue
             chart(got.figure, key=f"gist-card-{cid}")
-            st.dataframe(card.compare(got.ours), hide_index=True)
+            table(card.compare(got.ours))
 
 
 if __name__ == "__main__":

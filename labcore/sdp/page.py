@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from labcore.app.charts import chart
+from labcore.app.charts import chart, table
 from labcore.app.runs import in_background
 from labcore.app.url_widgets import UrlWidgets
 from labcore.sdp import cards as _cards  # noqa: F401  (registers the topic's cards)
@@ -99,7 +99,7 @@ def _stored_cards() -> None:
                 st.info(f"No stored result yet: `labcore figure {cid} --full` computes it.")
                 continue
             chart(card.plot(ours), key=f"sdp-card-{cid}")
-            st.dataframe(card.compare(ours), hide_index=True)
+            table(card.compare(ours))
 
 
 if __name__ == "__main__":

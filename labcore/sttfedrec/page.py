@@ -16,7 +16,7 @@ import functools
 import streamlit as st
 
 from labcore.app import presets
-from labcore.app.charts import chart
+from labcore.app.charts import chart, table
 from labcore.app.runs import in_background
 from labcore.app.url_widgets import UrlWidgets
 from labcore.sttfedrec import plots
@@ -82,9 +82,13 @@ def render() -> None:
     if attacked is None:
         return
     df, name = attacked
-    st.dataframe(df.rename(columns=ATTACK_COLUMNS), hide_index=True, width="stretch")
+    same = [c for c in ("n_click", "effective_rho", "negatives") if c in df and df[c].nunique() == 1]
+    table(df.drop(columns=same).rename(columns=ATTACK_COLUMNS))  # the request's make-up: one value, said below
+    made = "; ".join(f"{ATTACK_COLUMNS[c]}: {df[c].iloc[0]:.3g}" if c != "negatives" else
+                     f"{ATTACK_COLUMNS[c]}: {df[c].iloc[0]}" for c in same)
     st.caption(f"Catalogue: {name}. 200 devices, 10 requests each; 'linkage' links a device's 10 requests, "
-               "'popularity' is given the true click counts (the worst case).")
+               "'popularity' is given the true click counts (the worst case)." + (f" Every request: {made}." if made
+                                                                                  else ""))
 
     st.subheader("One device: payload and time, naive FL vs STTFedRec")
     stored = _stored_table3()
@@ -109,8 +113,7 @@ def render() -> None:
         chart(plots.payload_bars(parts), key="split.payload")
         st.caption("Left: what the lesson is about, the device's traffic with the server. Right: the chain, "
                    "which only STTFedRec has (ring32 rows use 32-bit shares, half the size).")
-    st.dataframe(plots.payload_table(t3).rename(columns={"quantity": "per device", "value": "value"}),
-                 hide_index=True, width="stretch")
+    table(plots.payload_table(t3).rename(columns={"quantity": "per device", "value": "value"}))
     _paper_card(ui)
 
 
@@ -154,7 +157,7 @@ def _paper_card(ui: UrlWidgets) -> None:
         return
     if res.figure is not None:
         chart(res.figure, key=f"split.{card_id}")
-    st.dataframe(res.comparison(), hide_index=True, width="stretch")
+    table(res.comparison())
 
 
 if __name__ == "__main__":  # st.navigation executes this file as the page script

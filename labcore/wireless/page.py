@@ -5,6 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from labcore.app.charts import chart
+from labcore.app.charts import table as grid
 from labcore.app.runs import in_background
 from labcore.app.url_widgets import UrlWidgets
 from labcore.net.channel import ChannelError, LinkModel, RateRegion
@@ -99,7 +100,7 @@ def _curves(ui: UrlWidgets) -> None:
     b[1].metric("downlink per user per round", f"{down_bits:,.0f} bits")
     b[2].metric("communication time per round", f"{link.seconds(up_bits, down_bits) * 1e3:.3g} ms",
                 help="download then upload at the link rates")
-    st.dataframe(per.rename(columns={"bytes": "measured bytes", "bits": "Eq. (5) bits"}), hide_index=True)
+    grid(per.rename(columns={"bytes": "measured bytes", "bits": "Eq. (5) bits"}))
 
 
 def _region(ui: UrlWidgets) -> None:
@@ -145,7 +146,7 @@ def _stored() -> None:
                 st.info(f"No stored result yet: reproduce it with figures.reproduce('{cid}', 'full').")
             else:
                 chart(res.figure, key=f"wireless.card.{cid}")
-                st.dataframe(card.compare(res.ours), hide_index=True)
+                grid(card.compare(res.ours))
             st.code(card.describe(), language=None)
 
 

@@ -7,11 +7,14 @@ import streamlit as st
 from labcore import plots
 from labcore.net.wallclock import table2
 from labcore.app import controls, downloads, notices, runs, sweeps
-from labcore.app.charts import chart
+from labcore.app.charts import chart, table
 from labcore.app.state import COMPARE as SPEC
 from labcore.app.state import Y_METRICS
 
 _Y = {"hr": "HR@10", "ndcg": "NDCG@10", "loss": "training loss"}
+# the table's long headers as shown (the full name in the header's help): six columns in a projector's 564 px
+SHORT = {"communication (min)": "comm (min)", "computation (min)": "comp (min)",
+         "traffic per client per round (MB)": "MB/client/round"}
 
 
 def render() -> None:
@@ -97,7 +100,8 @@ def render() -> None:
                                 for r in res]
         t2["traffic per client per round (MB)"] = [
             float((r.table.bytes_up_client + r.table.bytes_down_client).mean() / 2**20) for r in res]
-        st.dataframe(pd.DataFrame(t2), hide_index=True, width="stretch", key=key("table"))
+        table(pd.DataFrame(t2), key=key("table"), column_config={
+            c: st.column_config.Column(label, help=c) for c, label in SHORT.items()})
         every = pd.concat([downloads.human_table(r.table, drop_empty=False).assign(run=lab) for r, lab in
                            zip(res, labels)], ignore_index=True)
         downloads.table_button(every, f"compare {mode}", key("csv"), partial=not final)

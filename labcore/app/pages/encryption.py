@@ -12,6 +12,7 @@ from labcore.privacy.secagg import SecureAggregationError
 from labcore.privacy.server_attack import played_config
 from labcore.app import budget, controls, jobs, notices, runs
 from labcore.app.charts import chart
+from labcore.app.charts import table as grid
 from labcore.app.state import ENCRYPTION as SPEC
 
 SWEEP_RANKS = (1, 2, 4, 8, 16, 32, 64)
@@ -149,7 +150,7 @@ def _costs(cfg, N: int, d: int) -> None:
                 lambda task: _table3(task, cfg.ckks_degree, chain, cfg.ckks_scale_bits, N, d),
                 "Computing Table 3 (smoke size: real CKKS rounds, Paillier extrapolated)...")
             if table is not None:
-                st.dataframe(table, hide_index=True, width="stretch")
+                grid(table)
 
 
 def _attack(cfg, vs) -> None:
@@ -203,7 +204,8 @@ def _attack(cfg, vs) -> None:
 
     summary = attack_summary(out)
     chart(plots.attack_bars(summary), key="encryption.attack")
-    st.dataframe(summary.drop(columns=["method"]).rename(columns=ATTACK_COLUMNS), hide_index=True, width="stretch")
+    grid(summary.drop(columns=["method"]).rename(columns=ATTACK_COLUMNS),
+         column_config={c: st.column_config.Column(label, help=c) for c, label in ATTACK_LABELS.items()})
     n = cfg.clients_per_round
     if cfg.encryption == "none":
         who = f"every one of the {n} clients of each round is attacked"
@@ -220,6 +222,10 @@ ATTACKED = 4  # clients per round protected for real (and attacked) under encryp
 ATTACK_COLUMNS = {"view": "what the server attacks", "precision": "attack precision", "recall": "attack recall",
                   "base_rate": "chance (base rate)", "lift": "lift (x chance)",
                   "chance_recall": "chance recall (a guess as large)", "clients": "clients attacked"}
+# shown as short headers, the full name in the header's help: the table fits a projector's 564 px
+ATTACK_LABELS = {"what the server attacks": "attacked", "attack precision": "precision", "attack recall": "recall",
+                 "chance (base rate)": "base rate", "lift (x chance)": "lift (x)",
+                 "chance recall (a guess as large)": "chance recall", "clients attacked": "clients"}
 
 
 def same_clients(plain: dict, protected: dict) -> dict:

@@ -23,7 +23,7 @@ def render() -> None:
     described = st.empty()
     y = controls.option(SPEC, vs, "y", "segmented_control", "metric", EXPLORER_Y,
                         format_func={"hr": "HR@10", "ndcg": "NDCG@10", "loss": "training loss",
-                                     "hr_personal": "HR@10, personal models",
+                                     "hr_personal": "personal HR@10",
                                      "backdoor_success": "backdoor success"}.get)
     query = controls.sync_url(SPEC, vs, cfg)
     controls.share_box(SPEC, query)
@@ -156,11 +156,10 @@ def render() -> None:
 
 def _start_here() -> None:
     c = st.columns([5, 1])
-    c[0].info("**Start here.** Change the **method** and the **rank r** (Data and method) first, then the "
-              "**uplink bits** and the **bandwidth** (Communication). Watch HR@10 against the cumulative traffic "
-              "(middle panel) and the share of communication in the round time (bottom): about 1 % of a CoLR@4 "
-              "round here, about 16 % of a FedMF one, more as the uplink slows. Bandwidths and tiers re-time a "
-              "finished run instantly; every other knob trains a new run (cached once done).",
+    c[0].info("**Start here.** Change the **method** and **rank r**, then the **uplink bits** and **bandwidth**. "
+              "Watch HR@10 against the traffic (middle panel) and communication's share of the round time "
+              "(bottom): about 1 % of a CoLR@4 round here, about 16 % of a FedMF one. Bandwidths re-time a "
+              "finished run at once; other knobs train a new run.",
               icon=":material/school:")
     c[1].button("Reset", key="explorer.reset", on_click=controls.reset, args=(SPEC,),
                 help="every control back to the Explorer's defaults (the link is cleared too)",

@@ -11,7 +11,7 @@ import streamlit as st
 
 from labcore.runtime import default_cache_dir
 from labcore.app import controls, presets, runs
-from labcore.app.charts import chart
+from labcore.app.charts import chart, table
 from labcore.app.downloads import human_columns
 from labcore.app.state import FIGURES as SPEC
 
@@ -102,13 +102,13 @@ def render() -> None:
     if res.figure is not None:
         chart(res.figure, key=f"figures.{card_id}.{res.size}")
     st.markdown(f"**Expected:** {card.expected}")
-    st.dataframe(res.comparison(), hide_index=True, width="stretch")
+    table(res.comparison())
     for n in card.notes:
         st.caption(f"Note: {n}")
     with st.expander("Our numbers"):
-        st.dataframe(human_columns(res.ours), hide_index=True, width="stretch")
+        table(human_columns(res.ours))
     with st.expander("The paper's numbers" + (f" ({card.paper_ref})" if card.paper_ref else "")):
-        st.dataframe(human_columns(res.paper), hide_index=True, width="stretch")
+        table(human_columns(res.paper))
     if res.meta:
         with st.expander("How this was computed"):
             st.json(res.meta, expanded=False)

@@ -5,7 +5,11 @@ panels covered their titles; at 1024 px the chart's edge cut the longest titles,
 wraps to the chart's column.) At 1024 px each plot also keeps room beside its legend and under its title, legend and
 bar names. The pages' expanders are opened, so the stored cards' charts in them are checked too.
 
-Part of the classroom command (`-m classroom`): a page load each, about four and a half minutes in all.
+On the same page load, at a projector's 1024x768 and a laptop's 1280x720: the first chart and the first control are
+on the first screen, and no table, caption, alert or code box is wider than its box (a data grid's own scroll bar
+hid its last columns).
+
+Part of the classroom command (`-m classroom`): a page load each, about five minutes in all.
 """
 import time
 
@@ -89,6 +93,58 @@ def _pages() -> list:
 WITHOUT_CHARTS = ("lesson",)  # its steps' links: opened by test_browser_lesson.py
 
 
+# The top of the first chart and of the first control, the page scrolled to its top.
+FOLD = """() => {
+  window.scrollTo(0, 0);
+  document.querySelectorAll('*').forEach(e => { if (e.scrollTop) e.scrollTop = 0; });
+  const top = css => { const e = document.querySelector(css); return e ? e.getBoundingClientRect().top : null; };
+  return {height: window.innerHeight, chart: top('.js-plotly-plot'),
+          control: top('input[type=range], [data-testid=stSelectbox], [data-testid=stNumberInput], ' +
+                       '[data-testid=stRadio], [data-testid=stButtonGroup]')};
+}"""
+
+# Every table, caption, alert and code box wider inside than its box (it scrolls sideways or cuts its end), and every
+# data grid whose columns are wider than the grid. A data grid's resize grip, a small square centred on its corner,
+# sticks out of every grid: it is hidden while the widths are read.
+OVERFLOWS = """() => {
+  const out = [];
+  const grips = [];
+  document.querySelectorAll('[data-testid=stDataFrame]').forEach(d => {
+    const right = d.getBoundingClientRect().right;
+    d.querySelectorAll('div').forEach(e => { const r = e.getBoundingClientRect();
+      if (getComputedStyle(e).position === 'absolute' && r.width <= 24 && r.right > right + 1) grips.push(e); });
+  });
+  grips.forEach(e => e.style.display = 'none');
+  const check = (css, kind) => document.querySelectorAll(css).forEach(e => {
+    if (e.scrollWidth > e.clientWidth + 1 && e.getClientRects().length)
+      out.push(`${kind} ${e.scrollWidth - e.clientWidth} px wider than its ${e.clientWidth} px: ` +
+               (e.innerText || '').replace(/\\s+/g, ' ').slice(0, 60));
+  });
+  check('[data-testid=stMarkdownContainer] table', 'table');
+  check('[data-testid=stTable]', 'table');
+  check('[data-testid=stDataFrame]', 'data grid');
+  check('[data-testid=stDataFrame] .dvn-scroller', 'data grid columns');
+  check('[data-testid=stCaptionContainer]', 'caption');
+  check('[data-testid=stAlert]', 'alert');
+  check('[data-testid=stMarkdownContainer] pre', 'code box');
+  grips.forEach(e => e.style.display = '');
+  return out;
+}"""
+
+
+def _below_the_fold(pg, width: int, height: int) -> list[str]:
+    """The first chart and control on the first screen at width x height (the page's charts redraw at a new width)."""
+    pg.set_viewport_size({"width": width, "height": height})
+    time.sleep(2)
+    f = pg.evaluate(FOLD)
+    return [f"{what} at {f[what]:.0f} px, below the first {f['height']} px at {width}x{height}"
+            for what in ("chart", "control") if f[what] is not None and f[what] >= f["height"]]
+
+
+def _overflowing(pg, width: int) -> list[str]:
+    return [f"at {width} px: {o}" for o in pg.evaluate(OVERFLOWS)]
+
+
 def _lasting(pg, clipped: bool) -> list[str]:
     first = set(pg.evaluate(OVERLAPS, clipped))
     time.sleep(1.5)
@@ -99,21 +155,30 @@ def _lasting(pg, clipped: bool) -> list[str]:
 @pytest.mark.parametrize("name", _pages())
 def test_no_label_of_a_chart_covers_another_at_a_projectors_width(server, browser, name):  # noqa: F811
     """At a projector's 1024 px and at a laptop's 1280 px nothing overlaps and no text is cut by the chart's edge; at
-    1024 px every plot keeps room (`fit_plot_area`): MIN_PLOT_SHARE of its chart's width, MIN_PANEL_PX of height."""
+    1024 px every plot keeps room (`fit_plot_area`): MIN_PLOT_SHARE of its chart's width, MIN_PANEL_PX of height.
+    At 1024x768 and 1280x720 the first chart and control are on the first screen; no table is wider than its box."""
     pg = _new_page(browser, 1024, 2400)
     try:
         pg.goto(server + PATHS.get(name, "/" + name))
         pg.wait_for_selector("h1")
         pg.wait_for_selector(".js-plotly-plot", timeout=180_000)  # every page draws one (GIST once it has trained)
         _idle(pg, timeout=240)
+        # the first screen as a student opens the page: every expander closed
+        fold = _below_the_fold(pg, 1024, 768) + _below_the_fold(pg, 1280, 720)
+        pg.set_viewport_size({"width": 1024, "height": 2400})
+        time.sleep(2)  # the charts redraw at their columns' width
         _open_all_expanders(pg)
         time.sleep(2)  # the charts in them draw, and redraw once at their column's width
         _idle(pg, timeout=240)
         at_1024 = _lasting(pg, clipped=True) + _cramped(pg)
+        overflow = _overflowing(pg, 1024)
         pg.set_viewport_size({"width": 1280, "height": 2400})
         time.sleep(2)  # the charts redraw at their columns' new width
         at_1280 = _lasting(pg, clipped=True)
+        overflow += _overflowing(pg, 1280)
         assert not at_1024 and not at_1280, (f"{name} at 1024 px:\n" + "\n".join(at_1024)
                                             + f"\n{name} at 1280 px:\n" + "\n".join(at_1280))
+        assert not fold, f"{name}: " + "; ".join(fold)
+        assert not overflow, f"{name}, wider than its box:\n" + "\n".join(overflow)
     finally:
         pg.close()
