@@ -2,9 +2,12 @@
 epsilon per round from the payload ledger, PSNR per defense, and the inversion's images beside the originals."""
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from labcore.plot_style import LEGEND_BELOW
@@ -20,14 +23,18 @@ def _eps_axis(eps: pd.Series) -> pd.Series:
 
 def hr_vs_epsilon(ours: pd.DataFrame, paper: pd.DataFrame | None = None, title: str = "") -> go.Figure:
     fig = go.Figure()
-    g = ours.groupby(["method", "sigma"], as_index=False).agg(epsilon=("epsilon", "mean"), hr=("hr", "mean"),
-                                                               hr_sd=("hr", "std"))
-    for method, d in g.groupby("method"):
-        d = d.sort_values("sigma", ascending=False)
-        fig.add_trace(go.Scatter(x=_eps_axis(d["epsilon"]), y=d["hr"], mode="lines+markers", name=method,
-                                 error_y=dict(type="data", array=d["hr_sd"].fillna(0)),
-                                 text=[f"sigma {s:g}" if s else "no DP" for s in d["sigma"]]))
-    fig.update_layout(title=title or "HR@10 against epsilon (rightmost point: no DP)",
+    g = ours.groupby(["method", "clipped", "sigma"], as_index=False).agg(
+        epsilon=("epsilon", "mean"), hr=("hr", "mean"), hr_sd=("hr", "std"))
+    for (method, d), color in zip(g.groupby("method"), itertools.cycle(qualitative.Plotly)):
+        dp_runs = d[d["clipped"]].sort_values("sigma", ascending=False)
+        fig.add_trace(go.Scatter(x=_eps_axis(dp_runs["epsilon"]), y=dp_runs["hr"], mode="lines+markers", name=method,
+                                 line_color=color, error_y=dict(type="data", array=dp_runs["hr_sd"].fillna(0)),
+                                 text=[f"sigma {s:g}" if s else "clipped, no noise" for s in dp_runs["sigma"]]))
+        plain = d[~d["clipped"]]
+        if len(plain):
+            fig.add_hline(y=float(plain["hr"].iloc[0]), line_dash="dot", line_color=color,
+                          annotation_text=f"{method}, no DP", annotation_position="bottom left")
+    fig.update_layout(title=title or "HR@10 against epsilon (rightmost point: clipped, no noise; dotted: no DP)",
                       xaxis_title="epsilon (delta = 1 / users)", yaxis_title="HR@10")
     fig.update_xaxes(type="log")
     return fig

@@ -13,11 +13,14 @@ from labcore.figures import registry
 CARD_IDS = ["dp-hr-epsilon", "dp-curious-server", "dp-inversion"]
 
 
-def _hr(hr_by_sigma: dict[float, list[float]]) -> pd.DataFrame:
-    """Both methods with the same HR@10 per seed at each sigma; epsilon as the accountant gives it (equal)."""
+def _hr(hr_by_sigma: dict[float, list[float]], plain: list[float] = (0.74, 0.75, 0.73)) -> pd.DataFrame:
+    """Both methods with the same HR@10 per seed: clipped at each sigma (0: the clip alone), and `plain` without
+    DP; epsilon as the accountant gives it (equal)."""
     eps = {0.0: float("inf"), 1.0: 1.8, 4.0: 0.15}
-    return pd.DataFrame([{"method": m, "sigma": s, "seed": i, "epsilon": eps[s], "hr": v}
-                         for m in ("FedMF", "CoLR@4") for s, vals in hr_by_sigma.items() for i, v in enumerate(vals)])
+    clipped = [{"method": m, "clipped": True, "sigma": s, "seed": i, "epsilon": eps[s], "hr": v}
+               for m in ("FedMF", "CoLR@4") for s, vals in hr_by_sigma.items() for i, v in enumerate(vals)]
+    return pd.DataFrame(clipped + [{"method": m, "clipped": False, "sigma": 0.0, "seed": i, "epsilon": float("inf"),
+                                    "hr": v} for m in ("FedMF", "CoLR@4") for i, v in enumerate(plain)])
 
 
 FALLING = {0.0: [0.60, 0.61, 0.59], 1.0: [0.55, 0.56, 0.54], 4.0: [0.40, 0.42, 0.41]}
@@ -58,6 +61,15 @@ def test_hr_must_fall_beyond_the_seeds_noise():
     assert not card.check(_hr(inside_noise))  # a drop of 0.01 with a seed spread of 0.02: not a fall
     step_up = {0.0: [0.60, 0.61, 0.59], 1.0: [0.40, 0.41, 0.39], 4.0: [0.50, 0.51, 0.49]}
     assert not card.check(_hr(step_up))  # "falls as epsilon shrinks": every step, not only the ends
+    clip_costs_all = {s: [0.105, 0.104, 0.106] for s in FALLING}  # the clip alone at a random ranking's level
+    assert not card.check(_hr(clip_costs_all))  # the no-DP point's 0.74 does not make the noise look costly
+
+
+def test_hr_card_measures_the_noise_from_the_clip_alone():
+    rows = registry.get("dp-hr-epsilon").compare_fn(_hr(FALLING), None)
+    fedmf = rows.set_index("quantity")
+    assert fedmf.loc["FedMF: HR@10 from the clip alone to the largest sigma", "ours"] == "0.6000 -> 0.5500 -> 0.4100"
+    assert fedmf.loc["FedMF: HR@10 without DP, then clipped to C alone", "ours"] == "0.7400 -> 0.6000"
 
 
 def test_local_dp_that_hides_nothing_fails(curious):
