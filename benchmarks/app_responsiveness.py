@@ -21,7 +21,6 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -58,7 +57,7 @@ BUSY = "[data-testid=stStatusWidget], [data-stale=true]"
 TRAINING = "() => /: training|Starting the run|Waiting for a free training slot/.test(document.body.innerText)"
 
 # Polls the signature every 20 ms in the page and keeps the times of the first and last change since arming.
-WATCH = """(sig) => {
+WATCH = """() => {
   window.__watch = {base: (%s)(), first: null, last: null, t0: performance.now()};
   clearInterval(window.__timer);
   window.__timer = setInterval(() => {
@@ -147,7 +146,6 @@ def main(argv=None) -> None:
 
     if not Path(CHROMIUM).exists():
         sys.exit(f"no {CHROMIUM}: install Debian's chromium (DEVELOPERS.md)")
-    os.environ.setdefault("LABCORE_CACHE", tempfile.mkdtemp(prefix="labcore-responsiveness-"))
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} (1 min) at start")
     rows = measure()
     firsts = [f for _, f, _ in rows if f is not None]
