@@ -11,6 +11,7 @@ from labcore.app.runs import in_background
 from labcore.app.url_widgets import UrlWidgets
 from labcore.dp import experiments as ex
 from labcore.dp import plots
+from labcore.config import RunConfig
 from labcore.privacy import dp
 from labcore.results import KB, LEDGER_VIEW
 from labcore.units import readable_bytes
@@ -18,18 +19,37 @@ from labcore.units import readable_bytes
 METHODS = {"FedMF": {"method": "fedmf"}, "CoLR@4": {"method": "colr", "rank": 4},
            "SCoLR@4": {"method": "scolr", "rank": 4}, "Top-K 10%": {"method": "topk", "topk_ratio": 0.1},
            "FedMF, 8-bit uplink": {"method": "fedmf", "up_bits": 8}}
+# the page's runs: a model and local work large enough that FedMF's HR@10 without DP climbs well above a random
+# ranking's 0.1 in 40 rounds (0.32-0.35 on small synthetic data, 3 seeds), so the clip's and the noise's costs both
+# show at the default C = 10 (the clip alone 0.27-0.29, sigma 1 on top 0.16-0.20); docs/topics/dp.md has the grid
+PAGE_RUN = dict(dim=32, local_epochs=2)
+CLIPS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
+_DEFAULTS = RunConfig().to_dict()
 DATA = {"synthetic (small)": dict(dataset="synthetic", synthetic_size="small"),
         "synthetic (tiny)": dict(dataset="synthetic", synthetic_size="tiny")}
 
 
-def _train(cfg):
+def _train(cfgs: dict):
+    """Each labelled run: the DP run and the two it is read against (no DP, the clip alone)."""
     def work(task):
         from labcore.fed.engine import run
 
-        res = run(cfg, progress=False)
-        return res.table, res.notes, res.ledger_by_round()
+        out = {}
+        for label, cfg in cfgs.items():
+            res = run(cfg, progress=False)
+            out[label] = (res.table, res.notes, res.ledger_by_round())
+        return out
 
     return work
+
+
+def _references(cfg: RunConfig) -> dict:
+    """The same schedule without DP, and clipped at the same C without noise (central, in clear): HR@10 of the DP
+    run read beside these two says what the clip costs and what the noise costs on top."""
+    plain = {f: _DEFAULTS[f] for f in ("dp_mode", "dp_noise_multiplier", "dp_target_epsilon", "dp_delta", "dp_clip")}
+    return {"no DP": cfg.replace(**plain, encryption="none"),
+            "clipped, no noise": cfg.replace(dp_mode="central", dp_noise_multiplier=0.0, dp_target_epsilon=0.0,
+                                             encryption="none")}
 
 
 def _curious(cfg):
@@ -63,13 +83,13 @@ def _training(ui: UrlWidgets) -> None:
     how = ui.select("_dp_by", "set", ("noise multiplier", "target epsilon"), default="noise multiplier", where=c2)
     sigma = ui.slider("_dp_sigma", "noise multiplier sigma", 0.1, 8.0, default=1.0, step=0.1, where=c2)
     target = ui.slider("_dp_eps", "target epsilon (budget)", 0.5, 50.0, default=8.0, step=0.5, where=c2)
-    clip = ui.select("_dp_clip", "clip norm C", (0.01, 0.03, 0.1, 0.3, 1.0), default=0.1, where=c3)
+    clip = ui.select("_dp_clip", "clip norm C", CLIPS, default=10.0, where=c3)
     delta_exp = ui.slider("_dp_delta", "delta = 10^-x (0: 1 / users)", 0, 9, default=0, where=c3)
-    rounds = ui.slider("_dp_rounds", "rounds", 5, 100, default=20, step=5, where=c3)
+    rounds = ui.slider("_dp_rounds", "rounds", 5, 100, default=40, step=5, where=c3)
     with st.expander("data and cohort"):
         e1, e2 = st.columns(2)
         data = ui.select("_dp_data", "dataset", tuple(DATA), default="synthetic (small)", where=e1)
-        m = ui.slider("_dp_m", "clients a round (expected: q = M / users)", 2, 100, default=20, where=e2)
+        m = ui.slider("_dp_m", "clients a round (expected: q = M / users)", 2, 100, default=40, where=e2)
     ui.warnings()
     settings = dict(dp_mode=mode, dp_clip=float(clip), dp_delta=0.0 if delta_exp == 0 else 10.0 ** -delta_exp,
                     rounds=int(rounds), eval_every=max(1, int(rounds) // 5), clients_per_round=int(m),
@@ -79,28 +99,36 @@ def _training(ui: UrlWidgets) -> None:
     else:
         settings["dp_target_epsilon"] = float(target)
     try:
-        cfg = ex.base("smoke", **{**ex.SMOKE, **DATA[data], **METHODS[method], **settings})
+        cfg = ex.base("smoke", **{**ex.SMOKE, **PAGE_RUN, **DATA[data], **METHODS[method], **settings})
         if cfg.encryption == "secagg" and cfg.up_bits:
             cfg = cfg.replace(up_bits=0)
     except ValueError as e:  # ConfigError: it names the field
         st.error(str(e))
         return
-    trained = in_background("dp.train", cfg.key(), _train(cfg), f"Training {rounds} rounds with DP...")
+    runs = {"DP": cfg} | _references(cfg)
+    trained = in_background("dp.train", "|".join(c.key() for c in runs.values()), _train(runs),
+                            f"Training {rounds} rounds with DP, without, and clipped only...")
     if trained is None:  # still training, or refused by the accountant (the error names the field)
         return
-    table, notes, ledger = trained
+    table, notes, ledger = trained["DP"]
+    hr = {label: float(t["hr"].dropna().iloc[-1]) for label, (t, _, _) in trained.items()}
     last = table.iloc[-1]
-    k1, k2, k3 = st.columns(3)
+    k1, k2, k3, k4 = st.columns(4)
     k1.metric("epsilon spent", f"{last['epsilon']:.3g}")
-    k2.metric("HR@10 (last evaluation)", f"{table['hr'].dropna().iloc[-1]:.4f}")
-    k3.metric("rounds played", f"{len(table)} of {rounds}")
+    k2.metric("HR@10 with DP (last evaluation)", f"{hr['DP']:.4f}", delta=f"{hr['DP'] - hr['no DP']:+.4f} vs no DP")
+    k3.metric("HR@10 without DP", f"{hr['no DP']:.4f}")
+    k4.metric("rounds played", f"{len(table)} of {rounds}")
+    chance = min(1.0, 10 / (_negatives(cfg) + 1))
+    st.caption(f"Read HR@10 against two runs of the same schedule: without DP {hr['no DP']:.3f}; clipped at "
+               f"C = {clip:g} without noise {hr['clipped, no noise']:.3f} (what the clip alone costs); with the "
+               f"noise {hr['DP']:.3f}. A random ranking of the test item among its {_negatives(cfg)} sampled "
+               f"negatives scores {chance:.2f}.")
     if "Stopped by the privacy budget" in notes:
         st.warning(notes[notes.index("Stopped"):])
-    chart(plots.epsilon_per_round(table, cfg.describe()), key="dp.curves")
-    st.caption("Epsilon from Opacus's RDP accountant (PRV as a cross-check: "
-               f"{dp.epsilon_prv(cfg.clients_per_round / _users(cfg), float(table['dp_sigma'].iloc[0]), len(table), _delta(cfg)):.3g}"
-               " for the same rounds at the first round's sigma)." if mode != "local" else
-               "Local DP: each round is accounted without amplification by sampling (the server sees who sent what).")
+    chart(plots.epsilon_per_round(table, cfg.describe(),
+                                  references={k: trained[k][0] for k in ("no DP", "clipped, no noise")},
+                                  chance=chance),
+          key="dp.curves")
     _bytes_and_epsilon(ledger)
     with st.expander("the curious server against this run (two rounds)"):
         if st.toggle("run the attack", key="dp.attack"):
@@ -131,6 +159,11 @@ def _bytes_and_epsilon(ledger) -> None:
 def _users(cfg) -> int:
     from labcore.figures.runs import _data
     return _data(cfg).n_users
+
+
+def _negatives(cfg) -> int:
+    from labcore.figures.runs import _data
+    return int(_data(cfg).test_negatives.shape[1])
 
 
 def _delta(cfg) -> float:

@@ -73,13 +73,27 @@ def psnr_by_defense(ours: pd.DataFrame, paper: pd.DataFrame | None = None) -> go
     return fig
 
 
-def epsilon_per_round(table: pd.DataFrame, label: str = "") -> go.Figure:
+def epsilon_per_round(table: pd.DataFrame, label: str = "", references: dict | None = None,
+                      chance: float | None = None) -> go.Figure:
+    """Epsilon spent (left) and HR@10 (right) round by round; `references` (label: round table) adds runs to read the
+    DP run's HR@10 against, dotted (the page's: the same schedule without DP, and clipped without noise); `chance`
+    draws a random ranking's HR@10."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("epsilon spent", "HR@10"))
-    fig.add_trace(go.Scatter(x=table["round"] + 1, y=table["epsilon"], mode="lines", name=label or "epsilon"), 1, 1)
+    fig.add_trace(go.Scatter(x=table["round"] + 1, y=table["epsilon"], mode="lines", name=label or "epsilon",
+                             showlegend=False), 1, 1)
     ev = table.dropna(subset=["hr"])
-    fig.add_trace(go.Scatter(x=ev["round"] + 1, y=ev["hr"], mode="lines+markers", name="HR@10"), 1, 2)
+    fig.add_trace(go.Scatter(x=ev["round"] + 1, y=ev["hr"], mode="lines+markers", name="with DP",
+                             line_color=qualitative.Plotly[0]), 1, 2)
+    for (name, ref), color in zip((references or {}).items(), qualitative.Plotly[1:]):
+        r = ref.dropna(subset=["hr"])
+        fig.add_trace(go.Scatter(x=r["round"] + 1, y=r["hr"], mode="lines+markers", name=name, line_color=color,
+                                 line_dash="dot"), 1, 2)
+    if chance is not None:
+        fig.add_hline(y=chance, line_dash="dash", line_color="grey", annotation_text="random ranking", row=1, col=2)
     fig.update_xaxes(title_text="round")
-    fig.update_layout(title="The accountant's epsilon and HR@10, round by round", showlegend=False)
+    fig.update_yaxes(rangemode="tozero", col=2)
+    fig.update_layout(title="The accountant's epsilon and HR@10, round by round", showlegend=bool(references),
+                      legend=LEGEND_BELOW)
     return fig
 
 
