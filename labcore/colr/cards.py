@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 
 from . import paper as P
 from . import runs as R
-from ..figures.registry import FigureCard, register
+from ..figures.registry import SPREAD_SIGMAS, FigureCard, register, seed_tolerance
 
 SPLIT_ML1M = ("ML-1M: the local copy (LightGCN lists) has no timestamps, so each user's test item is a seeded "
               "random interaction, not the latest one as in the paper (leave-latest-out); a random hold-out is "
@@ -154,11 +154,31 @@ def _pairs(ours: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
     return x.merge(y, on="k", suffixes=(f"_{a}", f"_{b}"))
 
 
+RATIO_STATED_POINTS = 5.0  # the ratio's tolerance without a seed spread (a stored result of one seed)
+
+
+def _first_seed(ours: pd.DataFrame) -> pd.DataFrame:
+    """The grid's own runs (seed 0): the extra seeds only give a checked number its spread."""
+    return ours[ours["seed"] == 0] if "seed" in ours else ours
+
+
+def _ratio_per_seed(ours: pd.DataFrame, ratio_k: int) -> pd.Series:
+    """HR(CoLR@ratio_k) / HR(FedMF at the largest d), per seed that has both runs."""
+    seeds = ours["seed"] if "seed" in ours else pd.Series(0, index=ours.index)
+    top = ours[(ours["method"] == "fedmf") & (ours["dim"] == ours["dim"].max())].groupby(seeds)["hr"].first()
+    low = ours[(ours["method"] == "colr") & (ours["k"] == ratio_k)].groupby(seeds)["hr"].first()
+    return (low / top).dropna()
+
+
 def _fig3_card(dataset: str) -> FigureCard:
     is_ml = dataset == "ml-1m"
 
     def configs(size):
-        return R.fedmf_grid(size, dataset) + R.colr_grid(size, dataset)
+        grid = R.fedmf_grid(size, dataset) + R.colr_grid(size, dataset)
+        top_dim = max(c.dim for c in grid)
+        ratio_pair = [c for c in grid if (c.method, c.rank if c.method == "colr" else c.dim) in
+                      (("colr", ratio_k), ("fedmf", top_dim))]
+        return grid + [c.replace(seed=s) for s in R.SPREAD_SEEDS for c in ratio_pair]
 
     def compute(size, progress):
         return R.summarize(configs(size), progress)
@@ -174,6 +194,7 @@ def _fig3_card(dataset: str) -> FigureCard:
         ratio_k = 1
 
     def plot(ours, paper):
+        ours = _first_seed(ours)
         fig = _size_plot(ours, paper, f"Fig. 3 ({'MovieLens-1M' if is_ml else 'Pinterest'}): CoLR against FedMF "
                                       f"at equal communication", [("fedmf", "FedMF, d varies"),
                                                                   ("colr", f"CoLR d={ours['dim'].max()}, r varies")])
@@ -184,19 +205,26 @@ def _fig3_card(dataset: str) -> FigureCard:
 
     def compare(ours, paper):
         # "consistently outperforms": CoLR above FedMF at every budget, one claim a budget
+        every_seed, ours = ours, _first_seed(ours)
         rows = [{"quantity": f"k={int(p['k'])}: HR CoLR@k vs FedMF d=k", "paper": "CoLR higher",
                  "ours": f"{_pct(p['hr_colr'])} vs {_pct(p['hr_fedmf'])}", "ok": bool(p["hr_colr"] > p["hr_fedmf"]),
                  "kind": "claim", "note": "'consistently outperforms': every budget"}
                 for _, p in _pairs(ours, "colr", "fedmf").iterrows()]
-        topm = ours[(ours["method"] == "fedmf") & (ours["dim"] == ours["dim"].max())]
-        low = ours[(ours["method"] == "colr") & (ours["k"] == ratio_k)]
-        if len(topm) and len(low):
-            ratio = float(low["hr"].iloc[0] / topm["hr"].iloc[0])
-            want = P.HR_RETAINED_6PCT if is_ml else P.HR_RETAINED_6PCT_PINTEREST
+        ratios = _ratio_per_seed(every_seed, ratio_k)
+        if len(ratios):
+            want = 100 * (P.HR_RETAINED_6PCT if is_ml else P.HR_RETAINED_6PCT_PINTEREST)
+            mean, std = 100 * float(ratios.mean()), 100 * float(ratios.std(ddof=0))
+            tol = seed_tolerance(std, len(ratios), 1, RATIO_STATED_POINTS)
+            ok = abs(mean - want) <= tol
+            note = (f"mean of {len(ratios)} seeds, ± {std:.2f} points; within {tol:.2f} points "
+                    f"({SPREAD_SIGMAS:g} standard deviations of ours - paper's one run)"
+                    if len(ratios) > 1 else f"one seed: within the stated {tol:g} points")
+            if not ok:
+                note += (f"; a miss by {abs(mean - want):.2f} points, cause not measured: our data are not the "
+                         "paper's (" + ("a random hold-out on a copy without timestamps" if is_ml else
+                                        "a 37.5K-user subset, random hold-out") + ")")
             rows.append({"quantity": f"HR(CoLR@{ratio_k}) / HR({top}) (6.25% of the size)",
-                         "paper": f"{100 * want:.2f}%",
-                         "ours": f"{100 * ratio:.2f}%", "ok": abs(ratio - want) <= 0.05, "kind": "number",
-                         "note": "within 5 points"})
+                         "paper": f"{want:.2f}%", "ours": f"{mean:.2f}%", "ok": ok, "kind": "number", "note": note})
         if not is_ml:
             for _, p in paper.iterrows():
                 o = ours[(ours["method"] == p["method"]) & (ours["k"] == p["k"])]
@@ -219,12 +247,14 @@ def _fig3_card(dataset: str) -> FigureCard:
                  "utilities versus the communication size and compare CoLR with the base model with the same transfer "
                  "size. The x-axis is plotted using a log scale."),
         kind="figure", paper=paper, configs=configs, compute_fn=compute, plot_fn=plot, compare_fn=compare,
-        tolerance=0.05,
+        tolerance=SPREAD_SIGMAS,
         tolerance_text=("CoLR@k above FedMF d=k in HR@10 at every budget ('consistently outperforms'), and the HR "
-                        "kept at 6.25% of the size within 5 points of the paper's ratio"),
+                        f"kept at 6.25% of the size within {SPREAD_SIGMAS:g} standard deviations of the difference "
+                        f"from the paper's ratio, from our spread over seeds 0, "
+                        f"{', '.join(map(str, R.SPREAD_SEEDS))}"),
         expected=("At equal transfer size CoLR beats FedMF at every budget point; small-d FedMF loses "
                   "accuracy faster than CoLR as the budget shrinks."),
-        columns=("label", "method", "k", "size_kb", "up_kb", "down_kb", "hr", "ndcg"),
+        columns=("label", "method", "k", "seed", "size_kb", "up_kb", "down_kb", "hr", "ndcg"),
         notes=notes + (LR_NOTE, FINAL_NOTE, "Communication size is the paper's accounting (N x k float32 per client "
                        "and direction); the measured bytes with framing and the item mask are in up_kb / down_kb.",
                        SMOKE_NOTE),
@@ -235,15 +265,21 @@ def _fig3_card(dataset: str) -> FigureCard:
 
 
 # --- Fig. 4: CoLR against SVD and Top-K -----------------------------------------------------
-def _fig4_card() -> FigureCard:
+def _fig4_card(dataset: str) -> FigureCard:
+    is_ml = dataset == "ml-1m"
+    name = "MovieLens-1M" if is_ml else "Pinterest"
+    d = 64 if is_ml else R.PINTEREST_DIM
+    ranks = R.fig4_ranks(dataset)
+
     def configs(size):
-        return R.colr_grid(size) + R.svd_grid(size) + R.topk_grid(size) + R.fedmf_grid(size)
+        return (R.colr_grid(size, dataset) + R.svd_grid(size, dataset) + R.topk_grid(size, dataset)
+                + R.fedmf_grid(size, dataset))
 
     def compute(size, progress):
         return R.summarize(configs(size), progress)
 
     def plot(ours, paper):
-        fig = _size_plot(ours, paper, "Fig. 4 (MovieLens-1M): CoLR against SVD and Top-K at equal compression ratio",
+        fig = _size_plot(ours, paper, f"Fig. 4 ({name}): CoLR against SVD and Top-K at equal compression ratio",
                          [("colr", "CoLR@r"), ("svd", "SVD@r"), ("topk", "TopK r/d (values + indices)"),
                           ("fedmf", "FedMF, d varies (base)")], base_dashed=True)
         _no_paper_note(fig, "The paper gives Fig. 4 as an image; its text: CoLR is better across the range of budgets.")
@@ -252,9 +288,9 @@ def _fig4_card() -> FigureCard:
     def compare(ours, paper):
         # "better performance across the range of communication budgets": every ratio, one claim each
         rows = []
-        for other, name in (("svd", "SVD@r"), ("topk", "TopK r/d")):
+        for other, label in (("svd", "SVD@r"), ("topk", "TopK r/d")):
             for _, p in _pairs(ours, "colr", other).iterrows():
-                rows.append({"quantity": f"r={int(p['k'])}: HR CoLR vs {name}", "paper": "CoLR higher",
+                rows.append({"quantity": f"r={int(p['k'])}: HR CoLR vs {label}", "paper": "CoLR higher",
                              "ours": f"{_pct(p['hr_colr'])} vs {_pct(p[f'hr_{other}'])}",
                              "ok": bool(p["hr_colr"] > p[f"hr_{other}"]), "kind": "claim",
                              "note": "'across the range': every ratio"})
@@ -268,9 +304,10 @@ def _fig4_card() -> FigureCard:
                              "kind": "shown", "note": "information"})
         return _frame(rows)
 
+    data_notes = (SPLIT_ML1M, SCHEDULE_NOTE) if is_ml else (SPLIT_PINTEREST, ROUNDS_PINTEREST, SCHEDULE_NOTE)
     return FigureCard(
-        id="colr-fig4-ml1m",
-        title="Fig. 4: CoLR against SVD and Top-K compression at equal compression ratios, MovieLens-1M",
+        id=f"colr-fig4-{'ml1m' if is_ml else 'pinterest'}",
+        title=f"Fig. 4: CoLR against SVD and Top-K compression at equal compression ratios, {name}",
         caption=("Figure 4. HR and NDCG on MovieLens-1M dataset (Top) and Pinterest Dataset (Bottom). We plot the "
                  "utilities versus the communication size and compare CoLR with the base model with the same transfer "
                  "size. The x-axis is plotted using a log scale. The dashed black line is the base model's performance "
@@ -283,11 +320,11 @@ def _fig4_card() -> FigureCard:
                   "ratio (the paper: 'across the range of communication budgets'); Top-K moves twice the values of "
                   "CoLR (values + indices)."),
         columns=("label", "method", "k", "size_kb", "up_kb", "down_kb", "hr", "ndcg"),
-        notes=(SPLIT_ML1M, SCHEDULE_NOTE, LR_NOTE, FINAL_NOTE,
-               "SVD@r sends the best rank-r factors of the client update (U S, N x r, and V, d x r) and of the "
-               "aggregate; TopK keeps r/d of the values (r in 1..16) and sends int32 indices; both compress the "
-               "downlink too. The paper's Pinterest half of Fig. 4 is not reproduced (time budget).", SMOKE_NOTE),
-        paper_ref="none (image only); section 5.2 (2) text", dataset="ml-1m",
+        notes=data_notes + (LR_NOTE, FINAL_NOTE,
+               f"SVD@r sends the best rank-r factors of the client update (U S, N x r, and V, d x r) and of the "
+               f"aggregate; TopK keeps r/d of the values (r in {', '.join(map(str, ranks))} of d = {d}) and sends "
+               "int32 indices; both compress the downlink too.", SMOKE_NOTE),
+        paper_ref="none (image only); section 5.2 (2) text", dataset=dataset,
     )
 
 
@@ -700,5 +737,5 @@ def _schedule_card() -> FigureCard:
 
 
 for _card in (_fig2_card("ml-1m"), _fig2_card("pinterest"), _fig3_card("ml-1m"), _fig3_card("pinterest"),
-              _fig4_card(), _fig5_card(), _table2_card(), _table3_card(), _table4_card(), _schedule_card()):
+              _fig4_card("ml-1m"), _fig4_card("pinterest"), _fig5_card(), _table2_card(), _table3_card(), _table4_card(), _schedule_card()):
     register(_card)

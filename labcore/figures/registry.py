@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import numbers
 import os
 import platform
@@ -41,6 +42,18 @@ COMPARE_COLUMNS = ("quantity", "paper", "ours", "ok", "kind", "note")
 # What a comparison row is (the verdict rule, docs/reproduction.md): a number the paper prints, checked at a
 # numeric tolerance; a claim the paper states, checked as stated ("all" means all); or shown and not checked.
 ROW_KINDS = ("number", "claim", "shown")
+SPREAD_SIGMAS = 2.0  # a number's tolerance: this many standard deviations of (ours - paper's)
+
+
+def seed_tolerance(std: float, seeds: int, paper_runs: int, stated: float) -> float:
+    """How far our mean over `seeds` may be from the paper's mean over `paper_runs`: SPREAD_SIGMAS standard
+    deviations of their difference, each run spread as ours (`std` over our seeds, ddof 0); `stated` (the card's
+    own figure, said on the card) where we have no spread (fewer than two seeds)."""
+    if seeds < 2 or not std == std:
+        return stated
+    sample_std = std * math.sqrt(seeds / (seeds - 1))
+    return SPREAD_SIGMAS * sample_std * math.sqrt(1 / paper_runs + 1 / seeds)
+
 KINDS = ("figure", "table")
 RESULTS_ENV = "LABCORE_RESULTS"
 

@@ -5,11 +5,11 @@ Importing this module registers them. `smoke` trains a few epochs on a small syn
 """
 from __future__ import annotations
 
-import math
 
 import pandas as pd
 
-from ..figures.registry import FigureCard
+from ..figures.registry import SPREAD_SIGMAS, FigureCard
+from ..figures.registry import seed_tolerance as registry_seed_tolerance
 from ..figures.registry import register as _register
 from ..net.message import frame_bytes
 from . import experiments, paper, plots
@@ -58,18 +58,12 @@ def _size_cfg(size: str, **kw) -> dict:
     return {**kw, **SMOKE} if size == "smoke" else kw
 
 
-SPREAD_SIGMAS = 2.0
 STATED_TOLERANCE = 3.0  # points, for a row without a seed spread
 
 
 def seed_tolerance(std: float, seeds: int, report_runs: int) -> float:
-    """Points our mean over `seeds` may differ from the report's mean over `report_runs`: SPREAD_SIGMAS standard
-    deviations of that difference, each run spread as ours (`std` over seeds, ddof 0); the stated 3 points where
-    there is no spread."""
-    if seeds < 2 or not std == std:
-        return STATED_TOLERANCE
-    sample_std = std * math.sqrt(seeds / (seeds - 1))
-    return SPREAD_SIGMAS * sample_std * math.sqrt(1 / report_runs + 1 / seeds)
+    """The registry's rule (`labcore.figures.registry.seed_tolerance`) in points, 3 where there is no spread."""
+    return registry_seed_tolerance(std, seeds, report_runs, STATED_TOLERANCE)
 
 
 def _pct_rows(ours: pd.DataFrame, paper_df: pd.DataFrame, keys: list[str], pairs, report_runs: int,

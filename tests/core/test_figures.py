@@ -13,6 +13,7 @@ from labcore.colr import cards, paper, runs
 from labcore.figures import runs as card_runs
 
 EXPECTED_IDS = {"colr-fig2-ml1m", "colr-fig2-pinterest", "colr-fig3-ml1m", "colr-fig3-pinterest", "colr-fig4-ml1m",
+                "colr-fig4-pinterest",
                 "colr-fig5-ml1m", "colr-table2-ml1m", "colr-table3-ml1m", "colr-table4-ml1m",
                 "colr-schedule-ml1m"}
 ALL_IDS = sorted(EXPECTED_IDS)
@@ -89,12 +90,16 @@ def test_smoke_configs_are_synthetic_and_full_configs_are_the_papers():
             else:
                 assert cfg.clients_per_round == 375 and cfg.dim <= 16
     fig3 = figures.get("colr-fig3-ml1m").configs("full")
-    assert sorted(c.dim for c in fig3 if c.method == "fedmf") == [1, 2, 4, 8, 16, 32, 64]
-    assert sorted(c.rank for c in fig3 if c.method == "colr") == [1, 2, 4, 8, 16, 32]
+    assert sorted(c.dim for c in fig3 if c.method == "fedmf" and c.seed == 0) == [1, 2, 4, 8, 16, 32, 64]
+    assert sorted(c.rank for c in fig3 if c.method == "colr" and c.seed == 0) == [1, 2, 4, 8, 16, 32]
     assert {c.dim for c in fig3 if c.method == "colr"} == {64}
+    # the checked ratio's two runs, again with seeds 1 and 2 for its spread
+    assert sorted((c.seed, c.method, c.dim, c.rank) for c in fig3 if c.seed) == [
+        (1, "colr", 64, 4), (1, "fedmf", 64, 4), (2, "colr", 64, 4), (2, "fedmf", 64, 4)]
     pin = figures.get("colr-fig3-pinterest").configs("full")
-    assert sorted(c.dim for c in pin if c.method == "fedmf") == [1, 2, 4, 8, 16]
-    assert sorted(c.rank for c in pin if c.method == "colr") == [1, 2, 4, 8]
+    assert sorted(c.dim for c in pin if c.method == "fedmf" and c.seed == 0) == [1, 2, 4, 8, 16]
+    assert sorted(c.rank for c in pin if c.method == "colr" and c.seed == 0) == [1, 2, 4, 8]
+    assert sorted((c.seed, c.method) for c in pin if c.seed) == [(1, "colr"), (1, "fedmf"), (2, "colr"), (2, "fedmf")]
 
 
 def test_cards_share_runs_through_the_cache():
@@ -286,6 +291,14 @@ def test_a_headline_counts_numbers_claims_and_shown_rows_apart():
     assert tally.counts() == (1, 2, 2, 3, 1)
     assert tally.headline == "numbers: 1 of 2 within; claims: 2 of 3 hold; shown: 1"
     assert (tally + tally).counts() == (2, 4, 4, 6, 2)
+
+
+def test_a_numbers_tolerance_is_two_standard_deviations_of_the_difference_from_our_seeds():
+    from labcore.figures.registry import seed_tolerance
+    # std 0.5 over 3 seeds (ddof 0) is a sample std of 0.5 sqrt(3/2); the paper's one run spreads as ours
+    assert seed_tolerance(0.5, 3, 1, stated=5.0) == pytest.approx(2 * 0.5 * 1.5 ** 0.5 * (1 + 1 / 3) ** 0.5)
+    assert seed_tolerance(0.5, 1, 1, stated=5.0) == 5.0  # no spread: the card's stated figure
+    assert seed_tolerance(float("nan"), 3, 1, stated=5.0) == 5.0
 
 
 def test_a_row_whose_kind_contradicts_its_check_is_the_cards_error():
