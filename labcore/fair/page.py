@@ -94,7 +94,7 @@ DEVICE_LABELS = {"capacity tier": "tier", "trains at (times smaller)": "target (
 TRADEOFF_COLUMNS = {"strategy": "strategy", "model_ratio": "model size (times smaller)",
                     "devices_share": "share of devices training", "round_best": "at round",
                     "capacities": "capacity tiers"}
-TRADEOFF_LABELS = {"model size (times smaller)": "model (x smaller)", "share of devices training": "devices training",
+TRADEOFF_LABELS = {"model size (times smaller)": "model (x smaller)", "share of devices training": "devices",
                    "capacity tiers": "tiers"}
 
 
