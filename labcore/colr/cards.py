@@ -580,10 +580,19 @@ def _table3_card() -> FigureCard:
 
 
 # --- Table 4: SCoLR ---------------------------------------------------------------------------
+TABLE4_STATED_POINTS = 5.0  # without a seed spread
+
+
 def _table4_card() -> FigureCard:
+    def configs(size):
+        return [c.replace(seed=s) for s in (0,) + R.SPREAD_SEEDS for c in R.scolr_grid(size)]
+
     def compute(size, progress):
-        df = R.summarize(R.scolr_grid(size), progress)
-        df.insert(0, "global_rank", df["rank"].astype(int))
+        runs = R.summarize(configs(size), progress)
+        df = runs.groupby("rank", sort=False).agg(
+            hr=("hr", "mean"), ndcg=("ndcg", "mean"), hr_std=("hr", lambda x: x.std(ddof=0)),
+            ndcg_std=("ndcg", lambda x: x.std(ddof=0)), seeds=("seed", "nunique")).reset_index()
+        df.insert(0, "global_rank", df.pop("rank").astype(int))
         df.insert(1, "local_rank", [f"1-{r}" for r in df["global_rank"]])
         return df
 
@@ -592,11 +601,11 @@ def _table4_card() -> FigureCard:
         fig = make_subplots(rows=1, cols=2, subplot_titles=("HR@10", "NDCG@10"))
         x = [f"r_g={g} (1-{g})" for g in m["global_rank"]]
         for col, metric in ((1, "hr"), (2, "ndcg")):
-            err = dict(type="constant", value=0.05, visible=True) if metric == "hr" else None
-            fig.add_trace(go.Bar(x=x, y=m[metric], name="ours", marker_color=COLORS["scolr"], showlegend=col == 1),
-                          row=1, col=col)
-            fig.add_trace(go.Bar(x=x, y=m[f"{metric}_paper"], name="paper (HR: ± 5 points)", error_y=err,
-                                 marker_color=COLORS["paper"], showlegend=col == 1), row=1, col=col)
+            err = (dict(type="data", array=m[f"{metric}_std"], visible=True) if f"{metric}_std" in m else None)
+            fig.add_trace(go.Bar(x=x, y=m[metric], name="ours (mean, ± sd of seeds)", error_y=err,
+                                 marker_color=COLORS["scolr"], showlegend=col == 1), row=1, col=col)
+            fig.add_trace(go.Bar(x=x, y=m[f"{metric}_paper"], name="paper", marker_color=COLORS["paper"],
+                                 showlegend=col == 1), row=1, col=col)
         fig.update_layout(barmode="group", title="Table 4 (MovieLens-1M): SCoLR, local ranks drawn uniformly",
                           margin=dict(l=50, r=10, t=80, b=50))
         return fig
@@ -604,14 +613,18 @@ def _table4_card() -> FigureCard:
     def compare(ours, paper):
         m = ours.merge(paper, on="global_rank", how="inner", suffixes=("", "_paper"))
         rows = []
-        for _, p in m.iterrows():
-            rows.append({"quantity": f"SCoLR r_g={p['global_rank']} (1-{p['global_rank']}) HR@10",
-                         "paper": _pct(p["hr_paper"]), "ours": _pct(p["hr"]),
-                         "ok": abs(p["hr"] - p["hr_paper"]) <= 0.05, "kind": "number", "note": "within 5 HR points"})
-        for _, p in m.iterrows():
-            rows.append({"quantity": f"SCoLR r_g={p['global_rank']} NDCG@10", "paper": _pct(p["ndcg_paper"]),
-                         "ours": _pct(p["ndcg"]), "ok": abs(p["ndcg"] - p["ndcg_paper"]) <= 0.05, "kind": "number",
-                         "note": "within 5 NDCG points"})
+        for metric, name in (("hr", "HR@10"), ("ndcg", "NDCG@10")):
+            for _, p in m.iterrows():
+                std, seeds = 100 * float(p.get(f"{metric}_std", math.nan)), int(p.get("seeds", 1))
+                tol = seed_tolerance(std, seeds, 1, TABLE4_STATED_POINTS)
+                ok = abs(p[metric] - p[f"{metric}_paper"]) * 100 <= tol
+                note = (f"mean of {seeds} seeds, ± {std:.2f} points; within {tol:.2f} points" if seeds > 1 else
+                        f"within the stated {tol:g} points")
+                if not ok:
+                    note += "; a miss, cause unknown (the card's notes say what was ruled out)"
+                rows.append({"quantity": f"SCoLR r_g={p['global_rank']} (1-{p['global_rank']}) {name}",
+                             "paper": _pct(p[f"{metric}_paper"]), "ours": _pct(p[metric]), "ok": ok, "kind": "number",
+                             "note": note})
         return _frame(rows)
 
     return FigureCard(
@@ -619,11 +632,13 @@ def _table4_card() -> FigureCard:
         title="Table 4: SCoLR with global rank 32, 16, 8, 4 and local ranks drawn uniformly, MovieLens-1M",
         caption=("Table 4. HR, NDCG of SCoLR algorithm on the MovieLens-1M dataset under computation/device "
                  "heterogeneity settings."),
-        kind="table", paper=P.TABLE4.copy(), configs=R.scolr_grid, compute_fn=compute, plot_fn=plot,
-        compare_fn=compare, tolerance=0.05,
-        tolerance_text="HR@10 and NDCG@10 within 5 points of the paper's at every global rank",
+        kind="table", paper=P.TABLE4.copy(), configs=configs, compute_fn=compute, plot_fn=plot,
+        compare_fn=compare, tolerance=SPREAD_SIGMAS,
+        tolerance_text=(f"HR@10 and NDCG@10, means of seeds 0, {', '.join(map(str, R.SPREAD_SEEDS))}, within "
+                        f"{SPREAD_SIGMAS:g} standard deviations of the difference from the paper's at every global "
+                        f"rank (the stated {TABLE4_STATED_POINTS:g} points without a spread)"),
         expected="HR and NDCG fall as the global rank shrinks (64.6, 60.3, 52.8, 46.0 HR for r_g = 32, 16, 8, 4).",
-        columns=("global_rank", "local_rank", "hr", "ndcg"),
+        columns=("global_rank", "local_rank", "hr", "ndcg", "hr_std", "ndcg_std", "seeds"),
         notes=(SPLIT_ML1M, SCHEDULE_NOTE, LR_NOTE, FINAL_NOTE,
                "Each client draws r_u uniformly in 1..r_g and a random subset of B's columns every round, uploads "
                "its r_u columns of A and their indices; the broadcast is rank r_g.",

@@ -192,6 +192,17 @@ def test_table4_check_is_five_hr_points():
     assert not card.check(ours)
 
 
+def test_table4_check_with_seeds_is_two_standard_deviations_of_the_difference():
+    """sd 0.5 points over 3 seeds (ddof 0): 2 x 0.5 sqrt(3/2) sqrt(1 + 1/3) = 1.41 points each way."""
+    card = figures.get("colr-table4-ml1m")
+    ours = paper.TABLE4.copy().assign(hr_std=0.005, ndcg_std=0.005, seeds=3)
+    assert card.check(ours)
+    ours.loc[2, "hr"] += 0.0140
+    assert card.check(ours)
+    ours.loc[2, "hr"] += 0.0003
+    assert not card.check(ours)
+
+
 def test_save_and_stored_round_trip(results):
     assert figures.stored("colr-table4-ml1m") is None
     res = figures.reproduce("colr-table4-ml1m", size="smoke")
