@@ -1,10 +1,9 @@
 """The report's Table 1 on its own n = 1000 half: 27 problems (36 settings, 9 below the information limit) x 6
-algorithms at a 20 s CPU budget each, in parallel processes; prints the split into solved / in between / failed,
-the wall-clock time of the whole grid and the machine's load. `--save` stores it as the Table 1 card's full
-result (results/completion-table1.csv|json).
+algorithms at a CPU budget each, in parallel processes; prints the split into solved / in between / failed,
+the wall-clock time of the whole grid and the machine's load.
 
-    nice python benchmarks/completion_grid.py --jobs 2 --save      # ~30 min on 2 idle cores
-    nice python benchmarks/completion_grid.py --jobs 2 --budget 2   # a quick look (~3 min), not stored
+    nice python benchmarks/completion_grid.py --jobs 2 --budget 2   # a quick look (~3 min)
+    nice labcore figure completion-table1 --full --save --jobs 2    # the card's own grid (20 s), stored (~30 min)
 
 Runs are cached by config ($LABCORE_CACHE/completion/), so an interrupted grid resumes where it stopped.
 The budgets are CPU seconds, so the split does not depend on the load; only the grid's wall-clock does.
@@ -14,7 +13,6 @@ from __future__ import annotations
 import argparse
 import time
 
-from labcore import figures
 from labcore.completion import cards as C
 from labcore.completion.harness import run_many
 
@@ -24,11 +22,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--budget", type=float, default=C.PAPER_GRID["budget_s"])
     ap.add_argument("--n", type=int, default=C.PAPER_GRID["n"])
-    ap.add_argument("--save", action="store_true", help="store the grid as the Table 1 card's full result")
     ns = ap.parse_args()
     grid = {**C.PAPER_GRID, "budget_s": ns.budget, "n": ns.n}
-    if ns.save and grid != C.PAPER_GRID:
-        ap.error("--save stores the card's own grid: leave --budget and --n at their defaults")
     cfgs = C.grid_configs(**grid)
     n_problems = len({c.problem_key() for c in cfgs})
     print(f"{n_problems} problems x {len(C.TABLE_ALGORITHMS)} algorithms x {ns.budget:g} s, {ns.jobs} processes")
@@ -44,17 +39,6 @@ def main():
     print(f"grid wall-clock: {elapsed / 60:.1f} min (cached runs count as 0); CPU seconds in the runs: "
           f"{last['t'].sum():.0f}, their wall-clock: {last['wall_s'].sum():.0f}; load before {load_before}, "
           f"after {load_after}")
-    if ns.save:
-        import os
-
-        os.environ[C.JOBS_ENV] = str(ns.jobs)
-        res = figures.reproduce("completion-table1", "full")  # every run is in the cache now
-        res.meta.update({"jobs": ns.jobs, "grid_wall_clock_s": round(elapsed, 1),
-                         "runs_cpu_s": round(float(last["t"].sum()), 1),
-                         "runs_wall_clock_s": round(float(last["wall_s"].sum()), 1),
-                         "load_before": load_before, "load_after": load_after})
-        print("saved", figures.save(res, f"python benchmarks/completion_grid.py --jobs {ns.jobs} --save",
-                                    runtime_s=elapsed))
 
 
 if __name__ == "__main__":

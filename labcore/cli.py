@@ -95,7 +95,10 @@ def cmd_figure(ns) -> int:
     if ns.report:
         from .figures.report import markdown, write_doc
 
-        prefix = ns.card if ns.card and ns.card != "all" else ""
+        if len(ns.card) > 1:
+            raise ValueError(f"--report takes one card id prefix (e.g. colr-) or all, not {len(ns.card)}: "
+                             f"{' '.join(ns.card)}")
+        prefix = ns.card[0] if ns.card and ns.card[0] != "all" else ""
         if not any(c.id.startswith(prefix) for c in figures.list_cards()):
             raise ValueError(f"--report {prefix!r}: no card id starts with {prefix!r}; `labcore figure --list` "
                              "lists the card ids")
@@ -114,16 +117,8 @@ def cmd_figure(ns) -> int:
         if not ns.list:
             print("\nlabcore figure <id> [--full] [--save]   |   labcore figure all --full --save")
         return 0
-    if ns.card == "all" or "*" in ns.card:  # every card, or those matching a pattern such as 'colr-*'
-        import fnmatch
-
-        pattern = "*" if ns.card == "all" else ns.card
-        ids = [c.id for c in figures.list_cards() if fnmatch.fnmatch(c.id, pattern)]
-        if not ids:
-            raise ValueError(f"no figure card matches {pattern!r}; valid ids: {', '.join(figures.card_ids())}")
-        ids.sort(key=lambda i: "pinterest" in i)  # the long Pinterest runs last
-    else:
-        ids = [figures.get(ns.card).id]
+    ids = list(dict.fromkeys(i for name in ns.card for i in _card_ids(figures, name)))
+    ids.sort(key=lambda i: "pinterest" in i)  # the long Pinterest runs last
     size = "full" if ns.full else "smoke"
     if ns.save and size != "full":
         raise ValueError("--save writes results/<id>.csv for full-size reproductions only: add --full")
@@ -156,6 +151,19 @@ def cmd_figure(ns) -> int:
             print(f"  saved: {path} (+ .json)")
         print(flush=True)
     return 0
+
+
+def _card_ids(figures, name: str) -> list[str]:
+    """The cards `name` means: one id, every card ('all'), or those matching a pattern such as 'colr-*'."""
+    if name != "all" and "*" not in name:
+        return [figures.get(name).id]
+    import fnmatch
+
+    pattern = "*" if name == "all" else name
+    ids = [c.id for c in figures.list_cards() if fnmatch.fnmatch(c.id, pattern)]
+    if not ids:
+        raise ValueError(f"no figure card matches {pattern!r}; valid ids: {', '.join(figures.card_ids())}")
+    return ids
 
 
 def reproduce_cards(argv: list[str], prefix: str) -> int:
@@ -243,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(fn=cmd_run)
     p = sub.add_parser("figure", help="reproduce a paper figure or table beside the paper's numbers (every topic's cards: --list)")
-    p.add_argument("card", nargs="?", help="card id (see --list), a pattern such as 'colr-*', or 'all'")
+    p.add_argument("card", nargs="*", help="card ids (see --list), patterns such as 'colr-*', or 'all'")
     p.add_argument("--list", action="store_true", help="list the cards (and whether a stored full result exists)")
     p.add_argument("--full", action="store_true", help="the real reproduction (paper datasets and settings); "
                                                       "default: the smoke size (synthetic data, seconds)")

@@ -8,9 +8,8 @@
 
 Command line: `labcore figure --list`, `labcore figure <id> [--full] [--save]`, `labcore figure all --full --save`.
 """
-from .registry import (COMPARE_COLUMNS, ROW_KINDS, SIZES, CardResult, FigureCard, Tally, UnknownCardError, card_ids,
-                       get, list_cards, reproduce, results_dir, save, stored)
+from .registry import (COMPARE_COLUMNS, ROW_KINDS, SIZES, CardResult, Computed, FigureCard, Tally, UnknownCardError,
+                       card_ids, get, list_cards, reproduce, results_dir, save, stored)
 
-__all__ = ["FigureCard", "CardResult", "UnknownCardError", "list_cards", "card_ids", "get", "reproduce", "stored",
-           "save", "results_dir", "SIZES", "COMPARE_COLUMNS",
-           "ROW_KINDS", "Tally"]
+__all__ = ["FigureCard", "CardResult", "Computed", "UnknownCardError", "list_cards", "card_ids", "get", "reproduce",
+           "stored", "save", "results_dir", "SIZES", "COMPARE_COLUMNS", "ROW_KINDS", "Tally"]

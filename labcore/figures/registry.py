@@ -58,6 +58,17 @@ KINDS = ("figure", "table")
 RESULTS_ENV = "LABCORE_RESULTS"
 
 
+@dataclass
+class Computed:
+    """A card's numbers and what its stored result keeps beside them (a `compute_fn` may return this instead of
+    a bare frame): `meta` goes into results/<id>.json (a topic's own run costs, a grid's timing), each of `tables`
+    into results/<name>.csv (a side table a page reads, such as Table 3's per-part timings)."""
+
+    ours: pd.DataFrame
+    meta: dict = field(default_factory=dict)
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+
 @dataclass(frozen=True, eq=False)
 class FigureCard:
     """One figure or table of a paper, reproducible at two sizes."""
@@ -68,7 +79,7 @@ class FigureCard:
     kind: str  # "figure" or "table"
     paper: pd.DataFrame  # the paper's numbers where the text gives them (may have no rows)
     configs: Callable[[str], list[RunConfig]]  # size -> the runs behind the card (empty: analytic card)
-    compute_fn: Callable[[str, bool], pd.DataFrame]  # (size, progress) -> our numbers
+    compute_fn: Callable[[str, bool], pd.DataFrame | Computed]  # (size, progress) -> our numbers
     plot_fn: Callable[[pd.DataFrame, pd.DataFrame], object]  # (ours, paper) -> plotly Figure
     compare_fn: Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame]  # (ours, paper) -> COMPARE_COLUMNS
     tolerance: float | None  # in the unit of `tolerance_text`; None: a shape check only
@@ -84,9 +95,13 @@ class FigureCard:
             raise ValueError(f"kind={self.kind!r} is invalid: allowed values are {', '.join(KINDS)}")
 
     def compute(self, size: str = "smoke", progress: bool = False) -> pd.DataFrame:
+        return self.computed(size, progress).ours
+
+    def computed(self, size: str = "smoke", progress: bool = False) -> Computed:
         _check_size(size)
         out = self.compute_fn(size, progress)
-        missing = [c for c in self.columns if c not in out.columns]
+        out = out if isinstance(out, Computed) else Computed(out)
+        missing = [c for c in self.columns if c not in out.ours.columns]
         if missing:
             raise RuntimeError(f"card {self.id} computed no column(s) {', '.join(missing)}")
         return out
@@ -187,6 +202,7 @@ class CardResult:
     within_tolerance: bool | None  # None at smoke size: a smoke run gives no verdict on the paper
     size: str
     meta: dict = field(default_factory=dict)  # config list, command, date (stored results)
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)  # side tables stored beside the card's
 
     def comparison(self) -> pd.DataFrame:
         """Ours beside the paper's; at smoke size the `ok` column is empty (the numbers are not comparable)."""
@@ -290,7 +306,8 @@ def reproduce(card_id: str, size: str = "smoke", progress: bool = False) -> Card
     card = get(card_id)
     _check_size(size)
     t0 = time.perf_counter()
-    ours = card.compute(size, progress)
+    computed = card.computed(size, progress)
+    ours = computed.ours
     runtime = time.perf_counter() - t0
     paper = card.paper.copy()
     figure = card.plot(ours, paper)
@@ -298,7 +315,7 @@ def reproduce(card_id: str, size: str = "smoke", progress: bool = False) -> Card
     if smoke:
         _mark_smoke(figure)
     return CardResult(card.id, ours, paper, figure, runtime, None if smoke else card.check(ours, paper), size,
-                      {"configs": [c.to_query() for c in card.configs(size)]})
+                      {"configs": [c.to_query() for c in card.configs(size)], **computed.meta}, computed.tables)
 
 
 def _mark_smoke(figure) -> None:
@@ -358,6 +375,10 @@ def save(result: CardResult, command: str, folder: Path | str | None = None, run
         write_run_times(folder)
     meta.update({k: v for k, v in result.meta.items() if k not in meta})
     (folder / f"{card.id}.json").write_text(json.dumps(meta, indent=1, default=list) + "\n")
+    for name, table in result.tables.items():
+        table.to_csv(folder / f"{name}.csv", index=False, float_format="%.6g")
+        side = {"card": card.id, "command": command, "date": meta["date"], "machine": meta["machine"]}
+        (folder / f"{name}.json").write_text(json.dumps(side, indent=1) + "\n")
     return folder / f"{card.id}.csv"
 
 

@@ -73,26 +73,29 @@ def card_rows(folder: Path | str | None = None, prefix: str = "") -> pd.DataFram
     return pd.DataFrame(rows)
 
 
-def tallies(folder: Path | str | None = None, prefix: str = "") -> dict[str, Tally | None]:
-    """Each card's tally over its stored result (None: no stored result)."""
-    out = {}
-    for card in _cards(prefix):
-        res = stored(card.id, folder, figure=False)
-        out[card.id] = None if res is None else card.tally(res.ours, res.paper)
-    return out
-
-
 def by_topic(folder: Path | str | None = None, prefix: str = "") -> pd.DataFrame:
-    """Per topic: numbers within / checked, claims holding / checked, rows shown, cards without a stored result."""
+    """Per topic: numbers within / checked, claims holding / checked, rows shown, cards without a stored result,
+    and the CPU time of the stored cards' runs as each was trained (what regenerating the topic costs from an
+    empty run cache on one core; runs stored without a timing are counted apart)."""
     from .. import topics
 
     rows = {}
-    for cid, t in tallies(folder, prefix).items():
-        name = topics.card_topic(cid).name
-        total, missing = rows.get(name, (Tally(), 0))
-        rows[name] = (total + t, missing) if t is not None else (total, missing + 1)
+    for card in _cards(prefix):
+        res = stored(card.id, folder, figure=False)
+        name = topics.card_topic(card.id).name
+        total, missing, cpu, untimed = rows.get(name, (Tally(), 0, 0.0, 0))
+        if res is None:
+            rows[name] = (total, missing + 1, cpu, untimed)
+            continue
+        m = res.meta
+        n, no_cpu = len(m.get("configs", [])), m.get("runs_without_cpu_time", 0) or 0
+        own = m.get("standalone_cpu_s") if n else m.get("runtime_s")  # an analytic card: the time it measured
+        rows[name] = (total + card.tally(res.ours, res.paper), missing, cpu + (own or 0.0),
+                      untimed + (min(no_cpu, n) if n else 0))
     return pd.DataFrame([{"topic": name, "numbers within": _of(t)[0], "claims hold": _of(t)[1], "shown": t.shown,
-                          "cards not run": missing} for name, (t, missing) in rows.items()])
+                          "cards not run": missing,
+                          "CPU time of its runs": _fmt_s(cpu) + (f" (+{untimed} runs not timed)" if untimed else "")}
+                         for name, (t, missing, cpu, untimed) in rows.items()])
 
 
 def _table(frame: pd.DataFrame) -> list[str]:

@@ -12,7 +12,7 @@ Modules:
   frameworks   centralized, naive FL, STTFedRec (split + chain + FedAdam), FedMVMF, FCF (core engine); `run`
   privacy      how well the server guesses the clicks of obfuscated requests; the chain under dropouts
   efficiency   per-device time and measured bytes, FL vs STTFedRec (Table 3); the chain's cost as K grows
-  experiments  the reproduction grids and `python -m labcore.sttfedrec.experiments [--full] [--save]`
+  experiments  the reproduction grids behind the cards (`labcore figure 'sttfedrec-*' --full --save`)
   plots        plotly figures and small computations for the app page and the notebook
 """
 from .config import FRAMEWORKS, STTConfig

@@ -4,7 +4,7 @@ obfuscated requests.
 
 Importing this module registers the cards (after the registry's own cards). The runs live in
 `labcore.sttfedrec.experiments`; full-size results are stored as results/<card id>.csv/.json by
-`python -m labcore.sttfedrec.experiments --full --save`.
+`labcore figure 'sttfedrec-*' --full --save --jobs 2`.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..figures import registry as _registry
-from ..figures.registry import FigureCard
+from ..figures.registry import Computed, FigureCard
 
 SPLIT_NOTE = ("ML-1M from the LightGCN lists (no timestamps, no ratings.dat): every rating is a click; test = "
               "test.txt clicks, each ranked with 10 sampled unrated movies (section 4.1's ten per click); per-user AUC, "
@@ -70,6 +70,17 @@ def _aucs(table: pd.DataFrame, models, scale: float = 1.0) -> str:
 
 
 # --- Table 2 -------------------------------------------------------------------------------------------------
+def _suffix(size: str) -> str:
+    return "ml1m" if size == "full" else "smoke"
+
+
+def _timed(ours: pd.DataFrame, cfgs) -> Computed:
+    """The card's numbers and the seconds its runs took when they were trained (they are not engine runs)."""
+    from . import experiments as E
+
+    return Computed(ours, E.runs_meta(cfgs))
+
+
 def _table2_card() -> FigureCard:
     from . import experiments as E
     from .plots import table2_bars
@@ -117,7 +128,8 @@ def _table2_card() -> FigureCard:
         caption=("Table 2. Performance comparison results of different models in terms of AUC, Precision@10, and "
                  "nDCG@10 on MovieLens and Adressa datasets."),
         kind="table", paper=E.TABLE2_PAPER.copy(), configs=lambda size: E.table2_configs(size),
-        compute_fn=lambda size, progress: E.table2(size, progress), plot_fn=table2_bars, compare_fn=compare,
+        compute_fn=lambda size, progress: _timed(E.table2(size, progress), E.table2_configs(size)),
+        plot_fn=table2_bars, compare_fn=compare,
         tolerance=None,
         tolerance_text=("claims as stated: Table 2's AUC orderings (centralized above federated; CLSM above DSSM; "
                         "FCF and FedMVMF below the centralized two-tower models; FedMVMF above FCF)"),
@@ -146,7 +158,11 @@ def _table3_card() -> FigureCard:
     from .plots import table3_bars
 
     def compute(size, progress):
-        return E.table3(size)[0]
+        summary, parts = E.table3(size)
+        note = ("one device, one round, untrained towers (time and bytes do not depend on the weights); medians "
+                "over devices")
+        return Computed(summary, {"note": note, "standalone_runtime_s": None},
+                        {f"sttfedrec-table3-parts-{_suffix(size)}": parts})
 
     def compare(ours, paper):
         o = ours.set_index("model")
@@ -257,7 +273,7 @@ def _fig4_card() -> FigureCard:
         title="Fig. 4: effect of rho (share of non-clicked items in a request) on STTFedRec",
         caption="Figure 4. The performance by factor of negative sampling rate on Adressa",
         kind="figure", paper=pd.DataFrame(columns=["tower", "rho", "auc", "ndcg10"]),
-        configs=lambda size: E.fig4_configs(size), compute_fn=lambda size, progress: E.fig4(size, progress),
+        configs=lambda size: E.fig4_configs(size), compute_fn=lambda size, progress: _timed(E.fig4(size, progress), E.fig4_configs(size)),
         plot_fn=rho_curves, compare_fn=compare, tolerance=None,
         tolerance_text=("claim as stated, the paper's setting (T = 10): AUC and NDCG@10 rise with rho at every step "
                         "of the grid, both towers; the one-click reading is shown"),
@@ -284,7 +300,10 @@ def _k_card(tower: str) -> FigureCard:
     n = 5 if tower == "dssm" else 6
 
     def compute(size, progress):
-        return E.fig56_frame(size, tower, progress)
+        out = _timed(E.fig56_frame(size, tower, progress), E.fig56_configs(size, tower))
+        out.meta["note"] = ("chain: device time on its full vector, server time adding K full uploads; exactness "
+                            "checked with the real chain on a column slice")
+        return out
 
     def plot(ours, paper):
         return k_figure(ours[ours["kind"] == "curve"], ours[ours["kind"] == "chain"], tower)
@@ -350,7 +369,9 @@ def _privacy_card() -> FigureCard:
     from .plots import privacy_curves
 
     def compute(size, progress):
-        return E.privacy_frame(E.privacy(size))
+        pv = E.privacy(size)
+        return Computed(E.privacy_frame(pv), {"standalone_runtime_s": None},
+                        {f"sttfedrec-privacy-dropout-{_suffix(size)}": pv["dropout"]})
 
     def plot(ours, paper):
         return privacy_curves(ours[ours["kind"] == "rho"])

@@ -1,7 +1,7 @@
-"""The STTFedRec reproduction: config grids, the tables and figures as DataFrames, and the command that stores them.
+"""The STTFedRec reproduction: config grids and the tables and figures as DataFrames, behind the cards.
 
-    python -m labcore.sttfedrec.experiments            # smoke size (synthetic, seconds)
-    python -m labcore.sttfedrec.experiments --full --save   # ML-1M, writes results/sttfedrec-*.csv/.json
+    labcore figure 'sttfedrec-*'                            # smoke size (synthetic, seconds)
+    labcore figure 'sttfedrec-*' --full --save --jobs 2     # ML-1M, writes results/sttfedrec-*.csv/.json
 
 Two sizes, like the figure cards:
 * smoke: a 300-user synthetic movie catalogue, a few rounds; tests the pipeline, the numbers mean nothing.
@@ -11,11 +11,7 @@ Two sizes, like the figure cards:
 """
 from __future__ import annotations
 
-import argparse
-import datetime as _dt
 import json
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -83,17 +79,11 @@ def all_configs(size: str) -> list[STTConfig]:
 
 
 # --- running ---------------------------------------------------------------------------------------------------
-RUN_LOG: dict[str, dict] = {}  # key -> seconds (wall and CPU) of runs trained in this process
-
-
 def run_all(cfgs: list[STTConfig], progress: bool = False) -> list:
     out = []
     for i, cfg in enumerate(cfgs):
-        w0, c0 = time.perf_counter(), time.process_time()
+        w0 = time.perf_counter()
         res = run(cfg, progress=False)
-        if not res.cached:
-            RUN_LOG[cfg.key()] = {"label": cfg.label(), "wall_s": round(time.perf_counter() - w0, 1),
-                                  "cpu_s": round(time.process_time() - c0, 1)}
         if progress:
             f = res.final
             print(f"  [{i + 1}/{len(cfgs)}] {cfg.label():<16} rho={cfg.rho} K={cfg.clients_per_round} "
@@ -206,116 +196,57 @@ def privacy(size: str = "smoke") -> dict[str, pd.DataFrame]:
             "dropout": dropout_scenarios()}
 
 
-# --- storing results --------------------------------------------------------------------------------------------
-def results_dir() -> Path:
-    env = os.environ.get("LABCORE_RESULTS")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "results"
+# --- training a card's runs and timing them ----------------------------------------------------------------------
+def _train(cfg: STTConfig) -> str:
+    run(cfg)
+    return cfg.key()
 
 
-def save_table(name: str, df: pd.DataFrame, meta: dict, folder: Path | None = None) -> Path:
-    """results/<name>.csv and results/<name>.json (command, configs, runtime, date, machine)."""
-    folder = Path(folder or results_dir())
-    folder.mkdir(parents=True, exist_ok=True)
-    df.to_csv(folder / f"{name}.csv", index=False, float_format="%.6g")
-    meta = {"name": name, "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "machine": f"{platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[1]:.1f}",
-            **meta}
-    (folder / f"{name}.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
-    return folder / f"{name}.csv"
+def prefetch(configs_by_card: dict[str, list[STTConfig]], jobs: int) -> None:
+    """Train every uncached run behind these cards once (the union of their configs) in `jobs` processes, one
+    torch thread each, longest first (`labcore figure 'sttfedrec-*' --full --save --jobs 2`)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from tqdm.auto import tqdm
+
+    from .frameworks import cache_dir
+
+    # Table 3 times one round of untrained towers: its config is measured, not trained
+    cfgs = {c.key(): c for cid, cs in configs_by_card.items() if not cid.startswith("sttfedrec-table3") for c in cs}
+    todo = [c for k, c in cfgs.items() if not (cache_dir() / k / "result.json").exists()]
+    todo.sort(key=lambda c: -(c.max_steps if c.framework == "centralized" else c.rounds) * c.clients_per_round)
+    if not todo:
+        return
+    with ProcessPoolExecutor(jobs) as pool:
+        for _ in tqdm(pool.map(_train, todo), total=len(todo), desc="sttfedrec runs", unit="run"):
+            pass
+
+
+def runs_meta(cfgs: list[STTConfig]) -> dict:
+    """What the stored result keeps of its runs: the seconds each took when it was trained (wall-clock and CPU,
+    from the run cache), and their sums, under the keys the card writer stores for engine runs."""
+    from .frameworks import cache_dir
+
+    seconds = {}
+    for c in cfgs:
+        meta_path = cache_dir() / c.key() / "result.json"
+        meta = json.loads(meta_path.read_text()).get("meta", {}) if meta_path.exists() else {}
+        seconds[c.key()] = {k: meta.get(k) for k in ("train_seconds", "train_cpu_seconds")}
+    timed = [v for v in seconds.values() if v["train_seconds"] is not None]
+    return {"standalone_runtime_s": round(sum(v["train_seconds"] for v in timed), 1) if timed else None,
+            "standalone_cpu_s": round(sum(v["train_cpu_seconds"] or 0 for v in timed), 1) if timed else None,
+            "runs_without_time": len(seconds) - len(timed), "run_seconds": seconds}
 
 
 def load_table(name: str, folder: Path | None = None) -> tuple[pd.DataFrame, dict] | None:
+    """A stored table (results/<name>.csv) and its record (results/<name>.json), or None."""
+    from ..figures import results_dir
+
     folder = Path(folder or results_dir())
     if not (folder / f"{name}.csv").exists():
         return None
     meta_path = folder / f"{name}.json"
     return pd.read_csv(folder / f"{name}.csv"), (json.loads(meta_path.read_text()) if meta_path.exists() else {})
-
-
-def _configs_meta(cfgs: list[STTConfig]) -> list[dict]:
-    """Each config's fields (those that differ from the defaults) and the seconds its training took."""
-    from .frameworks import cache_dir
-
-    out = []
-    for c in cfgs:
-        row = {"key": c.key(), "label": c.label(), **c.to_query()}
-        meta_path = cache_dir() / c.key() / "result.json"
-        if meta_path.exists():  # trained earlier: the seconds logged when it was trained
-            meta = json.loads(meta_path.read_text()).get("meta", {})
-            row.update({k: meta[k] for k in ("train_seconds", "train_cpu_seconds") if k in meta})
-        out.append(row)
-    return out
-
-
-PARTS = ("table2", "table3", "fig4", "fig5", "fig6", "privacy")
-
-
-def reproduce(size: str = "smoke", save: bool = False, progress: bool = True, parts=PARTS) -> dict[str, pd.DataFrame]:
-    """Compute every table and figure; with save=True write results/sttfedrec-*.csv/.json."""
-    command = "python -m labcore.sttfedrec.experiments" + (" --full" if size == "full" else "") + (
-        " --save" if save else "") + (f" --only {','.join(parts)}" if set(parts) != set(PARTS) else "")
-    out = {}
-    suffix = "ml1m" if size == "full" else "smoke"
-
-    def store(name, df, cfgs, t0, extra=None):
-        out[name] = df
-        if save:
-            metas = _configs_meta(cfgs)
-            trained = [m["train_seconds"] for m in metas if "train_seconds" in m]
-            save_table(f"sttfedrec-{name}-{suffix}", df, {
-                "size": size, "command": command, "runtime_s": round(time.perf_counter() - t0, 1),
-                "standalone_runtime_s": round(sum(trained), 1) if trained else None,
-                "train_cpu_seconds": round(sum(m.get("train_cpu_seconds", 0) for m in metas), 1),
-                "configs": metas, **(extra or {})})
-
-    if "table2" in parts:
-        t0 = time.perf_counter()
-        store("table2", table2(size, progress), table2_configs(size), t0)
-    if "table3" in parts:
-        t0 = time.perf_counter()
-        summary, parts_df = table3(size)
-        note = {"note": "one device, one round, untrained towers (time and bytes do not depend on the weights); "
-                        "medians over devices"}
-        note["config"] = {"key": base(size).key(), **base(size).to_query()}
-        store("table3", summary, [], t0, note)
-        store("table3-parts", parts_df, [], t0, note)
-    if "fig4" in parts:
-        t0 = time.perf_counter()
-        store("fig4", fig4(size, progress), fig4_configs(size), t0)
-    for fig, tower in (("fig5", "dssm"), ("fig6", "clsm")):
-        if fig in parts:
-            t0 = time.perf_counter()
-            store(fig, fig56_frame(size, tower, progress), fig56_configs(size, tower), t0,
-                  {"note": "chain: device time on its full vector, server time adding K full uploads; exactness "
-                           "checked with the real chain on a column slice"})
-    if "privacy" in parts:
-        t0 = time.perf_counter()
-        pv = privacy(size)
-        store("privacy", privacy_frame(pv), [], t0)
-        store("privacy-dropout", pv["dropout"], [], t0)
-    return out
-
-
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--full", action="store_true", help="ML-1M (LABCORE_DATA must hold ml-1m/)")
-    ap.add_argument("--save", action="store_true", help="write results/sttfedrec-*.csv/.json")
-    ap.add_argument("--only", default="", help="comma-separated: table2,table3,fig4,fig5,fig6,privacy")
-    a = ap.parse_args(argv)
-    from .frameworks import use_one_thread
-
-    use_one_thread()
-    parts = tuple(a.only.split(",")) if a.only else PARTS
-    t0, c0 = time.perf_counter(), time.process_time()
-    out = reproduce("full" if a.full else "smoke", save=a.save, parts=parts)
-    with pd.option_context("display.width", 200, "display.max_columns", 30):
-        for name, df in out.items():
-            print(f"\n== {name}\n{df.to_string(index=False, max_rows=60)}")
-    print(f"\nwall {time.perf_counter() - t0:.0f} s, CPU {time.process_time() - c0:.0f} s")
-
-
-if __name__ == "__main__":
-    main()
 
 
 # --- the docs/reproduction.md tables ------------------------------------------------------------------------------

@@ -153,7 +153,7 @@ def _paper_card(ui: UrlWidgets) -> None:
     card, res = registry.get(card_id), registry.stored(card_id)
     st.caption(card.describe())
     if res is None:
-        st.info("No stored full-size result yet: python -m labcore.sttfedrec.experiments --full --save")
+        st.info("No stored full-size result yet: labcore figure 'sttfedrec-*' --full --save --jobs 2")
         return
     if res.figure is not None:
         chart(res.figure, key=f"split.{card_id}")

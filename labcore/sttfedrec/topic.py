@@ -10,6 +10,7 @@ TOPIC = Topic(
     section="Recommendation papers",
     order=30,
     cards=".cards",
+    prefetch=".experiments:prefetch",
     pages=(Page("split_learning", "STTFedRec: split learning", ":material/call_split:", HERE / "page.py"),),
     presets=".presets",
     exercises=".exercises",

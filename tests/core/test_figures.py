@@ -285,7 +285,7 @@ def test_every_stored_result_names_a_command_that_regenerates_it(card_id, monkey
         assert fnmatch.fnmatch(card_id, words[2]), words
         parsed = []  # the CLI parses every option of the command (an unknown one exits 2), and runs nothing here
         monkeypatch.setattr("labcore.cli.cmd_figure", lambda ns: parsed.append(ns) or 0)
-        assert main(words[1:]) == 0 and parsed[0].card == words[2]
+        assert main(words[1:]) == 0 and parsed[0].card == words[2:3]
     else:
         assert words[0] == "python", words
         if words[1] == "-m":
@@ -407,6 +407,40 @@ def test_cli_lists_runs_a_smoke_card_and_refuses_to_save_smoke(tmp_path, capsys,
     assert "no figure card matches" in capsys.readouterr().err
 
 
+def test_cli_takes_several_cards_and_patterns_each_card_once(capsys, results):
+    assert main(["figure", "colr-table4-ml1m", "colr-table*", "colr-fig2-ml1m", "--stored", "--html", "none"]) == 0
+    out = capsys.readouterr().out
+    assert [line.split(":")[0] for line in out.splitlines() if "no stored result" in line] == [
+        "colr-table4-ml1m", "colr-table2-ml1m", "colr-table3-ml1m", "colr-fig2-ml1m"]
+    assert main(["figure", "colr-", "fair-", "--report"]) == 2
+    assert "--report takes one card id prefix" in capsys.readouterr().err
+
+
+def test_a_card_stores_the_meta_and_side_tables_its_compute_returns(results):
+    """A topic whose runs are not the engine's times them itself; a side table a page reads is stored beside."""
+    card = figures.get("colr-table4-ml1m")
+    side = pd.DataFrame({"part": ["a", "b"], "ms": [1.5, 2.0]})
+
+    def compute(size, progress):
+        return figures.Computed(card.compute(size), {"standalone_runtime_s": 12.5, "grid": "own"},
+                                {"colr-table4-parts": side})
+    import dataclasses
+
+    own = dataclasses.replace(card, compute_fn=compute)
+    figures.registry._CARDS[card.id] = own
+    try:
+        res = figures.reproduce(card.id, size="smoke")
+        assert res.meta["grid"] == "own" and list(res.tables) == ["colr-table4-parts"]
+        res.size = "full"
+        figures.save(res, command="labcore figure colr-table4-ml1m --full --save")
+    finally:
+        figures.registry._CARDS[card.id] = card
+    meta = json.loads((results / "colr-table4-ml1m.json").read_text())
+    assert meta["standalone_runtime_s"] == 12.5 and meta["grid"] == "own"
+    pd.testing.assert_frame_equal(pd.read_csv(results / "colr-table4-parts.csv"), side)
+    assert json.loads((results / "colr-table4-parts.json").read_text())["card"] == "colr-table4-ml1m"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("card_id", ALL_IDS)
 def test_full_reproduction_matches_the_stored_result(card_id):
@@ -475,3 +509,16 @@ def test_every_stored_row_that_misses_says_why():
         notes = missed.get("note", pd.Series("", index=missed.index)).fillna("").astype(str).str.strip()
         bare += [(card.id, q) for q, n in zip(missed["quantity"], notes) if not n]
     assert not bare, bare
+
+
+def test_the_report_sums_each_topics_cpu_time_and_counts_untimed_runs_apart(results):
+    from labcore.figures.report import by_topic
+
+    res = figures.reproduce("colr-table4-ml1m", size="smoke")
+    res.size = "full"
+    figures.save(res, command="labcore figure colr-table4-ml1m --full --save")
+    path = results / "colr-table4-ml1m.json"
+    meta = json.loads(path.read_text())
+    path.write_text(json.dumps({**meta, "standalone_cpu_s": 120.0, "runs_without_cpu_time": 2}))
+    row = by_topic(results, "colr-").set_index("topic").loc["colr"]
+    assert row["CPU time of its runs"] == "2.0 min (+2 runs not timed)" and row["cards not run"] == 10

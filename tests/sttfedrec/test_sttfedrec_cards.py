@@ -221,3 +221,31 @@ def test_privacy_card_misses_the_papers_claim_and_fails_on_a_chance_level_attack
     chance = ours.copy()
     chance.loc[pop, "precision"] = ours.loc[pop, "chance"]
     assert any(q.startswith("popularity attack: precision above chance") for q in _missed(card, chance))
+
+
+def test_table3_and_privacy_cards_store_the_side_tables_the_page_reads(tmp_path, monkeypatch):
+    """`labcore figure ... --save` writes Table 3's per-part timings and the dropout scenarios beside the cards;
+    the page's loader reads them back."""
+    from labcore import figures
+    from labcore.sttfedrec.experiments import load_table
+
+    monkeypatch.setenv(figures.registry.RESULTS_ENV, str(tmp_path))
+    for cid, side in (("sttfedrec-table3-ml1m", "sttfedrec-table3-parts-smoke"),
+                      ("sttfedrec-privacy-ml1m", "sttfedrec-privacy-dropout-smoke")):
+        res = figures.reproduce(cid, size="smoke")
+        assert list(res.tables) == [side] and res.meta["standalone_runtime_s"] is None  # nothing trained
+        res.size = "full"  # the file format is the same
+        figures.save(res, command=f"labcore figure {cid} --full --save")
+        table, meta = load_table(side)
+        assert table.shape == res.tables[side].shape and list(table.columns) == list(res.tables[side].columns)
+        assert meta["card"] == cid and meta["command"].startswith("labcore figure")
+
+
+def test_a_cards_stored_result_keeps_each_runs_training_seconds(tmp_path, monkeypatch):
+    from labcore import figures
+
+    monkeypatch.setenv(figures.registry.RESULTS_ENV, str(tmp_path))
+    res = figures.reproduce("sttfedrec-fig5-ml1m", size="smoke")
+    seconds = res.meta["run_seconds"]
+    assert len(seconds) == 3 and all(v["train_seconds"] > 0 and v["train_cpu_seconds"] > 0 for v in seconds.values())
+    assert res.meta["standalone_runtime_s"] == pytest.approx(sum(v["train_seconds"] for v in seconds.values()), abs=0.2)
