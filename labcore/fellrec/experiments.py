@@ -114,19 +114,15 @@ def prefetch(configs_by_card: dict[str, list[FellrecConfig]], jobs: int) -> dict
 
 def runs_meta(cfgs: list[FellrecConfig]) -> dict:
     """What a stored card keeps of its runs: the wall-clock and CPU seconds each took when it was trained (from
-    the run cache) and their sums, under the keys the card writer stores for engine runs."""
+    the run cache) and the load averages they were trained under."""
     import json
 
+    from ..figures.registry import timing_meta
     from .federated import cache_dir
 
-    metas = {c.key(): cache_dir() / "runs" / c.key() / "meta.json" for c in cfgs}
-    metas = {k: json.loads(p.read_text()) if p.exists() else {} for k, p in metas.items()}
-    wall = [m["seconds"] for m in metas.values() if m.get("seconds") is not None]
-    cpu = [m["cpu_seconds"] for m in metas.values() if m.get("cpu_seconds") is not None]
-    return {"standalone_runtime_s": round(sum(wall), 1) if wall else None,
-            "standalone_cpu_s": round(sum(cpu), 1) if cpu else None,
-            "runs_without_cpu_time": len(metas) - len(cpu),
-            "runs_load_avg": sorted({m["load_avg"] for m in metas.values() if "load_avg" in m})}
+    paths = [cache_dir() / "runs" / c.key() / "meta.json" for c in cfgs]
+    metas = [json.loads(p.read_text()) if p.exists() else {} for p in paths]
+    return {**timing_meta(metas), "runs_load_avg": sorted({m["load_avg"] for m in metas if "load_avg" in m})}
 
 
 def run_all(configs, progress=False):

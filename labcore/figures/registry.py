@@ -69,6 +69,17 @@ class Computed:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
+def timing_meta(timings: list[dict | None]) -> dict:
+    """What a stored card keeps of the runs a topic trained itself (not engine runs, which the card writer times):
+    the sums of each run's wall-clock and CPU seconds as it was trained (`{"seconds", "cpu_seconds"}`, None or a
+    missing value for a run stored without a timing) and how many runs had none."""
+    wall = [t["seconds"] for t in timings if t and t.get("seconds") is not None]
+    cpu = [t["cpu_seconds"] for t in timings if t and t.get("cpu_seconds") is not None]
+    return {"standalone_runtime_s": round(float(sum(wall)), 1) if wall else None,
+            "standalone_cpu_s": round(float(sum(cpu)), 1) if cpu else None,
+            "runs_without_time": len(timings) - len(wall), "runs_without_cpu_time": len(timings) - len(cpu)}
+
+
 @dataclass(frozen=True, eq=False)
 class FigureCard:
     """One figure or table of a paper, reproducible at two sizes."""

@@ -90,12 +90,10 @@ def summaries(configs: list[GistConfig], jobs: int = 1, progress: bool = False) 
 
 def train_seconds(configs: list[GistConfig]) -> dict:
     """Wall-clock and CPU seconds the configs' cached runs took when trained (runs cached before this was
-    logged are counted apart), under the keys the card writer stores for engine runs."""
-    got = [cached(c) for c in dict.fromkeys(configs)]
-    timed = [g for g in got if g and "seconds" in g]
-    return {"standalone_runtime_s": round(sum(g["seconds"] for g in timed), 1) if timed else None,
-            "standalone_cpu_s": round(sum(g["cpu_seconds"] for g in timed), 1) if timed else None,
-            "runs_without_time": len(got) - len(timed), "runs_without_cpu_time": len(got) - len(timed)}
+    logged are counted apart)."""
+    from ..figures.registry import timing_meta
+
+    return timing_meta([cached(c) for c in dict.fromkeys(configs)])
 
 
 def over_seeds(frame: pd.DataFrame) -> pd.DataFrame:

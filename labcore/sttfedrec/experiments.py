@@ -223,19 +223,16 @@ def prefetch(configs_by_card: dict[str, list[STTConfig]], jobs: int) -> None:
 
 
 def runs_meta(cfgs: list[STTConfig]) -> dict:
-    """What the stored result keeps of its runs: the seconds each took when it was trained (wall-clock and CPU,
-    from the run cache), and their sums, under the keys the card writer stores for engine runs."""
+    """What the stored result keeps of its runs: the seconds each took when it was trained (from the run cache)."""
+    from ..figures.registry import timing_meta
     from .frameworks import cache_dir
 
     seconds = {}
     for c in cfgs:
         meta_path = cache_dir() / c.key() / "result.json"
         meta = json.loads(meta_path.read_text()).get("meta", {}) if meta_path.exists() else {}
-        seconds[c.key()] = {k: meta.get(k) for k in ("train_seconds", "train_cpu_seconds")}
-    timed = [v for v in seconds.values() if v["train_seconds"] is not None]
-    return {"standalone_runtime_s": round(sum(v["train_seconds"] for v in timed), 1) if timed else None,
-            "standalone_cpu_s": round(sum(v["train_cpu_seconds"] or 0 for v in timed), 1) if timed else None,
-            "runs_without_time": len(seconds) - len(timed), "run_seconds": seconds}
+        seconds[c.key()] = {"seconds": meta.get("train_seconds"), "cpu_seconds": meta.get("train_cpu_seconds")}
+    return {**timing_meta(list(seconds.values())), "run_seconds": seconds}
 
 
 def load_table(name: str, folder: Path | None = None) -> tuple[pd.DataFrame, dict] | None:
