@@ -1,0 +1,69 @@
+"""The algorithms topic's dense view of SCAFFOLD (`flalgos/strategies.py`, one flat parameter vector a client) and
+the engine's (`fed/scaffold.py`, the item table stored by the rows each client touched) are one math: on a tiny case
+over two rounds they send the same uplink and compute the same aggregate, server variate c and client variates c_i."""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from labcore.fed.aggregate import fedavg_weights
+from labcore.fed.scaffold import ControlVariates
+from labcore.fed.updates import RowUpdate
+from labcore.flalgos.config import FLConfig
+from labcore.flalgos.simulation import Aggregation
+from labcore.flalgos.strategies import RoundContext, Scaffold
+
+N_USERS, N_ITEMS, D, LR = 3, 4, 2, 0.1
+ROUNDS = (  # (cohort, steps each client took, the items each touched, its positives)
+    ([0, 2], [2, 3], [[0, 2], [1, 2]], [3.0, 1.0]),
+    ([0, 1], [3, 1], [[1, 3], [0]], [2.0, 2.0]),
+)
+
+
+def _rows(touched, gen) -> RowUpdate:
+    """Each client's gradient steps G_i on the rows it touched (the engine's trainer output)."""
+    indptr = np.concatenate([[0], np.cumsum([len(t) for t in touched])]).astype(np.int64)
+    item = torch.tensor([i for t in touched for i in t], dtype=torch.int64)
+    return RowUpdate.from_offsets(len(touched), N_ITEMS, indptr, item, torch.randn(len(item), D, generator=gen))
+
+
+def _dense(rows: RowUpdate, m: int) -> torch.Tensor:
+    out = torch.zeros(N_ITEMS, D)
+    a, b = int(rows.indptr[m]), int(rows.indptr[m + 1])
+    out[rows.item[a:b]] = rows.values[a:b]
+    return out
+
+
+def _engine_variate(cv: ControlVariates, u: int) -> torch.Tensor:
+    out = torch.zeros(N_ITEMS, D)
+    if cv.items[u] is not None:
+        out[torch.from_numpy(cv.items[u].astype(np.int64))] = torch.from_numpy(cv.values[u])
+    return out.reshape(-1)
+
+
+def test_scaffolds_dense_view_and_the_engines_rows_are_one_math():
+    cfg = FLConfig(algorithm="scaffold", lr=LR)
+    dense = Scaffold(cfg, SimpleNamespace(P=N_ITEMS * D, init=lambda gen: torch.zeros(N_ITEMS * D)), N_USERS)
+    engine = ControlVariates(N_USERS, N_ITEMS, D)
+    gen = torch.Generator().manual_seed(0)
+    for t, (cohort, steps, touched, n_pos) in enumerate(ROUNDS):
+        rows, K = _rows(touched, gen), torch.tensor(steps)
+        # the dense client ends at y_i = x + G_i - K_i lr (c - c_i): its steps' gradients plus the constant drift
+        c, c_i = dense.c.clone(), dense.c_i[cohort].clone()
+        theta = dense.w + torch.stack([_dense(rows, m).reshape(-1) for m in range(len(cohort))]) \
+            - (K[:, None] * LR) * (c - c_i)
+        ctx = RoundContext(t, torch.tensor(cohort), K, batches=None, gen=None)
+        parts = dense.uplink(theta, ctx)
+        agg = dense.aggregate(parts, torch.tensor(n_pos), Aggregation(cfg, len(cohort), torch.arange(len(cohort)), t))
+        dense.server_update(agg, ctx)
+
+        wires, engine_agg = engine.exchange(rows, np.array(cohort), engine.cohort_rows(np.array(cohort)),
+                                            np.array(steps), LR, fedavg_weights(torch.tensor(n_pos)))
+        assert wires[0].rows.dense() == pytest.approx(parts["delta"], abs=1e-6)  # y_i - x
+        assert wires[1].rows.dense() == pytest.approx(parts["dcontrol"], abs=1e-6)  # c_i+ - c_i
+        assert engine_agg.reshape(-1) == pytest.approx(agg["delta"], abs=1e-6)
+        assert engine.c.reshape(-1) == pytest.approx(dense.c, abs=1e-6)
+        for u in range(N_USERS):
+            assert _engine_variate(engine, u) == pytest.approx(dense.c_i[u], abs=1e-6)
+    assert dense.c.abs().sum() > 0 and (dense.c_i != 0).any(dim=1).tolist() == [True, True, True]
