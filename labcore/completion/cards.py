@@ -59,7 +59,7 @@ def _timed(ours: pd.DataFrame, runs: pd.DataFrame) -> R.Computed:
     """The card's numbers and the seconds its runs took: `t` is the CPU clock the budget counts, `wall_s` the
     wall-clock beside it (a run's last row holds its totals)."""
     last = runs.sort_values("t").groupby("key").last()
-    timings = [{"seconds": w, "cpu_seconds": t} for w, t in zip(last["wall_s"], last["t"])]
+    timings = {k: {"seconds": w, "cpu_seconds": t} for k, w, t in zip(last.index, last["wall_s"], last["t"])}
     return R.Computed(ours, {**R.timing_meta(timings), "machine_load": machine_load()})
 
 

@@ -120,9 +120,9 @@ def runs_meta(cfgs: list[FellrecConfig]) -> dict:
     from ..figures.registry import timing_meta
     from .federated import cache_dir
 
-    paths = [cache_dir() / "runs" / c.key() / "meta.json" for c in cfgs]
-    metas = [json.loads(p.read_text()) if p.exists() else {} for p in paths]
-    return {**timing_meta(metas), "runs_load_avg": sorted({m["load_avg"] for m in metas if "load_avg" in m})}
+    paths = {c.key(): cache_dir() / "runs" / c.key() / "meta.json" for c in cfgs}
+    metas = {k: json.loads(p.read_text()) if p.exists() else {} for k, p in paths.items()}
+    return {**timing_meta(metas), "runs_load_avg": sorted({m["load_avg"] for m in metas.values() if "load_avg" in m})}
 
 
 def run_all(configs, progress=False):

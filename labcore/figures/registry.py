@@ -69,15 +69,17 @@ class Computed:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
-def timing_meta(timings: list[dict | None]) -> dict:
+def timing_meta(timings: dict[str, dict | None]) -> dict:
     """What a stored card keeps of the runs a topic trained itself (not engine runs, which the card writer times):
-    the sums of each run's wall-clock and CPU seconds as it was trained (`{"seconds", "cpu_seconds"}`, None or a
-    missing value for a run stored without a timing) and how many runs had none."""
-    wall = [t["seconds"] for t in timings if t and t.get("seconds") is not None]
-    cpu = [t["cpu_seconds"] for t in timings if t and t.get("cpu_seconds") is not None]
+    by run key, the CPU seconds each took as it was trained (`{"seconds", "cpu_seconds"}`; None or a missing value
+    for a run stored without a timing), the sums of wall-clock and CPU seconds, and how many runs had none."""
+    wall = [t["seconds"] for t in timings.values() if t and t.get("seconds") is not None]
+    cpu = {k: (t or {}).get("cpu_seconds") for k, t in timings.items()}
+    timed = [v for v in cpu.values() if v is not None]
     return {"standalone_runtime_s": round(float(sum(wall)), 1) if wall else None,
-            "standalone_cpu_s": round(float(sum(cpu)), 1) if cpu else None,
-            "runs_without_time": len(timings) - len(wall), "runs_without_cpu_time": len(timings) - len(cpu)}
+            "standalone_cpu_s": round(float(sum(timed)), 1) if timed else None,
+            "runs_without_time": len(timings) - len(wall), "runs_without_cpu_time": len(cpu) - len(timed),
+            "run_cpu_s": cpu}
 
 
 @dataclass(frozen=True, eq=False)
@@ -383,6 +385,7 @@ def save(result: CardResult, command: str, folder: Path | str | None = None, run
             for c in meta["configs"]:
                 c["train_seconds"] = None if secs.get(c["key"]) != secs.get(c["key"]) else secs.get(c["key"])
                 c["train_cpu_seconds"] = None if cpus.get(c["key"]) != cpus.get(c["key"]) else cpus.get(c["key"])
+            meta["run_cpu_s"] = {c["key"]: c["train_cpu_seconds"] for c in meta["configs"]}
         write_run_times(folder)
     meta.update({k: v for k, v in result.meta.items() if k not in meta})
     (folder / f"{card.id}.json").write_text(json.dumps(meta, indent=1, default=list) + "\n")

@@ -75,27 +75,38 @@ def card_rows(folder: Path | str | None = None, prefix: str = "") -> pd.DataFram
 
 def by_topic(folder: Path | str | None = None, prefix: str = "") -> pd.DataFrame:
     """Per topic: numbers within / checked, claims holding / checked, rows shown, cards without a stored result,
-    and the CPU time of the stored cards' runs as each was trained (what regenerating the topic costs from an
-    empty run cache on one core; runs stored without a timing are counted apart)."""
+    and the CPU time of the stored cards' runs as each was trained: what regenerating the topic costs from an
+    empty run cache on one core. A run two cards share counts once; runs stored without a timing are counted
+    apart; an analytic card (no runs) counts the time it took."""
     from .. import topics
 
-    rows = {}
+    rows: dict[str, dict] = {}
     for card in _cards(prefix):
         res = stored(card.id, folder, figure=False)
-        name = topics.card_topic(card.id).name
-        total, missing, cpu, untimed = rows.get(name, (Tally(), 0, 0.0, 0))
+        r = rows.setdefault(topics.card_topic(card.id).name,
+                            {"tally": Tally(), "missing": 0, "runs": {}, "cpu": 0.0, "untimed": 0})
         if res is None:
-            rows[name] = (total, missing + 1, cpu, untimed)
+            r["missing"] += 1
             continue
+        r["tally"] = r["tally"] + card.tally(res.ours, res.paper)
         m = res.meta
-        n, no_cpu = len(m.get("configs", [])), m.get("runs_without_cpu_time", 0) or 0
-        own = m.get("standalone_cpu_s") if n else m.get("runtime_s")  # an analytic card: the time it measured
-        rows[name] = (total + card.tally(res.ours, res.paper), missing, cpu + (own or 0.0),
-                      untimed + (min(no_cpu, n) if n else 0))
-    return pd.DataFrame([{"topic": name, "numbers within": _of(t)[0], "claims hold": _of(t)[1], "shown": t.shown,
-                          "cards not run": missing,
-                          "CPU time of its runs": _fmt_s(cpu) + (f" (+{untimed} runs not timed)" if untimed else "")}
-                         for name, (t, missing, cpu, untimed) in rows.items()])
+        n = len(m.get("configs", []))
+        if "run_cpu_s" in m:
+            r["runs"].update(m["run_cpu_s"])
+        elif n:  # stored before each run's time was kept: the card's sum, shared runs counted again
+            r["cpu"] += m.get("standalone_cpu_s") or 0.0
+            r["untimed"] += min(m.get("runs_without_cpu_time", 0) or 0, n)
+        else:
+            r["cpu"] += m.get("runtime_s") or 0.0
+    out = []
+    for name, r in rows.items():
+        cpu = r["cpu"] + sum(v for v in r["runs"].values() if v is not None)
+        untimed = r["untimed"] + sum(v is None for v in r["runs"].values())
+        t = r["tally"]
+        out.append({"topic": name, "numbers within": _of(t)[0], "claims hold": _of(t)[1], "shown": t.shown,
+                    "cards not run": r["missing"],
+                    "CPU time of its runs": _fmt_s(cpu) + (f" (+{untimed} runs not timed)" if untimed else "")})
+    return pd.DataFrame(out)
 
 
 def _table(frame: pd.DataFrame) -> list[str]:

@@ -93,7 +93,7 @@ def train_seconds(configs: list[GistConfig]) -> dict:
     logged are counted apart)."""
     from ..figures.registry import timing_meta
 
-    return timing_meta([cached(c) for c in dict.fromkeys(configs)])
+    return timing_meta({c.key(): cached(c) for c in dict.fromkeys(configs)})
 
 
 def over_seeds(frame: pd.DataFrame) -> pd.DataFrame:

@@ -232,7 +232,7 @@ def runs_meta(cfgs: list[STTConfig]) -> dict:
         meta_path = cache_dir() / c.key() / "result.json"
         meta = json.loads(meta_path.read_text()).get("meta", {}) if meta_path.exists() else {}
         seconds[c.key()] = {"seconds": meta.get("train_seconds"), "cpu_seconds": meta.get("train_cpu_seconds")}
-    return {**timing_meta(list(seconds.values())), "run_seconds": seconds}
+    return timing_meta(seconds)
 
 
 def load_table(name: str, folder: Path | None = None) -> tuple[pd.DataFrame, dict] | None:

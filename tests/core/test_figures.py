@@ -511,7 +511,7 @@ def test_every_stored_row_that_misses_says_why():
     assert not bare, bare
 
 
-def test_the_report_sums_each_topics_cpu_time_and_counts_untimed_runs_apart(results):
+def test_the_report_sums_each_topics_cpu_time_once_a_run_and_counts_untimed_runs_apart(results):
     from labcore.figures.report import by_topic
 
     res = figures.reproduce("colr-table4-ml1m", size="smoke")
@@ -519,6 +519,10 @@ def test_the_report_sums_each_topics_cpu_time_and_counts_untimed_runs_apart(resu
     figures.save(res, command="labcore figure colr-table4-ml1m --full --save")
     path = results / "colr-table4-ml1m.json"
     meta = json.loads(path.read_text())
-    path.write_text(json.dumps({**meta, "standalone_cpu_s": 120.0, "runs_without_cpu_time": 2}))
+    path.write_text(json.dumps({**meta, "run_cpu_s": {"a": 60.0, "b": 60.0, "c": None}}))
     row = by_topic(results, "colr-").set_index("topic").loc["colr"]
-    assert row["CPU time of its runs"] == "2.0 min (+2 runs not timed)" and row["cards not run"] == 10
+    assert row["CPU time of its runs"] == "2.0 min (+1 runs not timed)" and row["cards not run"] == 10
+    del meta["run_cpu_s"]  # stored before each run's time was kept: the card's own sum
+    path.write_text(json.dumps({**meta, "standalone_cpu_s": 30.0, "runs_without_cpu_time": 2}))
+    row = by_topic(results, "colr-").set_index("topic").loc["colr"]
+    assert row["CPU time of its runs"] == "30 s (+2 runs not timed)"
