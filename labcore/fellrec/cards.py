@@ -13,7 +13,7 @@ from . import experiments as E
 from . import plots
 from .card_kit import (CARDS, CLAIM, SHOWN, _cmp_fig3, _cmp_fig4, _cmp_table6, _row, _smoke, _table1_verdicts,
                        _with_size, register)
-from .paper import SUBSTITUTION, TABLE1, TABLE4, TABLE6
+from .paper import SUBSTITUTION, TABLE1, TABLE2, TABLE4, TABLE6
 
 DATASET = "ml-100k (full) / synthetic (smoke)"
 MISS_CAUSE = ("Why FELLRec does not beat FedAvg here (measured, docs/topics/fellrec.md, 'Does the federated phase "
@@ -44,6 +44,57 @@ register(FigureCard(
     columns=("method", "R@10", "R@20", "N@10", "N@20", "imbalance"),
     notes=(SUBSTITUTION, MODEL_NOTE, "The paper's numbers are Games with the BIGRec backend (LLaMA-7B).", MISS_CAUSE),
     paper_ref="Table 1 (Games, BIGRec and RecFormer rows)", dataset=DATASET))
+
+
+# --- Table 2 and Fig. 1(a) ------------------------------------------------------------------------------------------
+METRICS = ("R@10", "R@20", "N@10", "N@20")
+
+
+def _cmp_table2(ours, paper):
+    o, p = ours.set_index("model"), paper.set_index("model")
+    rows = [_row(f"{m} R@10", p.loc[m, "R@10"] if m in p.index else "-", o.loc[m, "R@10"], None, SHOWN,
+                 "different data and model")
+            for m in o.index]
+    mf = [m for m in ("centralized MF", "FedMF") if m in o.index]
+    beaten = [(k, m) for k in METRICS for m in mf if not o.loc["FELLRec LM", k] > o.loc[m, k]]
+    rows.append(_row("FELLRec above every traditional baseline on R@10, R@20, N@10, N@20",
+                     "RecFormer + FELLRec best on all (Table 2)",
+                     "; ".join(f"{k} {o.loc['FELLRec LM', k]:.4f} vs " + " / ".join(f"{o.loc[m, k]:.4f}" for m in mf)
+                               for k in METRICS),
+                     not beaten, CLAIM,
+                     "as stated, all four metrics against centralized MF and FedMF (means over seeds)"
+                     + (f"; not above: {', '.join(f'{m} on {k}' for k, m in beaten)}" if beaten else "")))
+    lm, fm = o.loc["FedAvg LM", "imbalance"], o.loc["FedMF", "imbalance"]
+    rows.append(_row("Fig. 1(a): FedAvg leaves the language model's clients more imbalanced than MF's",
+                     "LLM above MF (figure only)", f"{lm:.2f} vs {fm:.2f}", bool(lm > fm), CLAIM,
+                     "imbalance (best - worst) / worst of the 5 clients' R@10, mean over seeds; FedMF over the "
+                     "same KMeans clients"))
+    rows.append(_row("centralized MF above FedMF (R@10)", "0.0101 > 0.0065",
+                     f"{o.loc['centralized MF', 'R@10']:.4f} vs {o.loc['FedMF', 'R@10']:.4f}", None, SHOWN,
+                     "the paper states no claim on it"))
+    return pd.DataFrame(rows)
+
+
+register(FigureCard(
+    id="fellrec-table2-ml100k", title="Table 2 and Fig. 1(a): matrix factorization against the language model",
+    caption=("Table 2: Overall performance of FELLRec and other traditional recommendation baselines. Figure 1: "
+             "(a) illustrates the exacerbated client performance imbalance when applying a classical client-server "
+             "method (FedAvg) to LLM-based recommender models (BIGRec) compared with traditional recommender "
+             "models (MF)."),
+    kind="table", paper=TABLE2, configs=E.table1_configs, compute_fn=_with_size(E.table2),
+    plot_fn=lambda o, p: plots.table2_bars(o, p, _smoke(o)), compare_fn=_cmp_table2, tolerance=None,
+    tolerance_text=("claims as stated: FELLRec above centralized MF and FedMF on all four metrics; FedAvg's client "
+                    "imbalance larger on the language model than on MF"),
+    expected="FELLRec above both MF baselines on every metric; the language model's clients more imbalanced under "
+             "FedAvg than MF's.",
+    columns=("model", "family", "R@10", "R@20", "N@10", "N@20", "imbalance", "R@10_std", "seeds"),
+    notes=(SUBSTITUTION, MODEL_NOTE,
+           "MF (labcore/fellrec/mf.py): d = 32, full-softmax loss over the catalogue, Adam lr 0.01; centralized 20 "
+           "epochs on every client user's training items; FedMF 20 rounds of one local epoch on each of the same 5 "
+           "KMeans clients, item tables averaged by training items, user vectors kept on their clients. The "
+           "language model was also pre-trained on the other 20 % of the users, which MF does not see.",
+           "The paper's LightGCN, LightFR and FedPerGNN rows are not run."),
+    paper_ref="Table 2 (Games column) and Fig. 1(a)", dataset=DATASET))
 
 
 # --- Table 4 -------------------------------------------------------------------------------------------------------
@@ -200,8 +251,9 @@ register(FigureCard(
     columns=("sweep", "value", "R@10"), notes=(SUBSTITUTION, "One seed per point."),
     paper_ref="Fig. 7", dataset=DATASET))
 
-CARD_IDS = ("fellrec-table1-ml100k", "fellrec-table4-ml100k", "fellrec-table6-ml100k", "fellrec-fig3-probes",
-            "fellrec-fig4-costs", "fellrec-fig5-ablation", "fellrec-fig6-clients", "fellrec-fig7-alpha-beta")
+CARD_IDS = ("fellrec-table1-ml100k", "fellrec-table2-ml100k", "fellrec-table4-ml100k", "fellrec-table6-ml100k",
+            "fellrec-fig3-probes", "fellrec-fig4-costs", "fellrec-fig5-ablation", "fellrec-fig6-clients",
+            "fellrec-fig7-alpha-beta")
 __all__ = ["CARD_IDS", "CARDS"]
 
 from . import cards_minilm  # noqa: E402  (registers the MiniLM backbone's cards into CARDS)

@@ -159,6 +159,35 @@ def table4(size, progress=False, backbone="tiny") -> pd.DataFrame:
     return df.groupby("method", sort=False).mean(numeric_only=True).drop(columns="seed").reset_index()
 
 
+MF_SETTINGS = {"smoke": dict(dim=8, epochs=5, rounds=3), "full": {}}  # mf.MFSettings' defaults at full size
+
+
+def table2(size, progress=False) -> pd.DataFrame:
+    """Table 2 on our split: centralized MF and FedMF (over the same 5 clients, each seed) beside Table 1's
+    centralized, FedAvg and FELLRec language-model runs; means over seeds, R@10's spread, the clients' imbalance."""
+    from . import mf
+    from .clients import assign_clients
+    from .federated import dataset
+    from .metrics import overall
+
+    cfg = base(size)
+    data = dataset(cfg)
+    clients = assign_clients(cfg, data)
+    settings = mf.MFSettings(**MF_SETTINGS[size])
+    rows = [{"model": name, "family": "MF", "seed": seed, **overall(train(data, clients, settings, seed))}
+            for seed in SEEDS[size] for name, train in (("centralized MF", mf.central), ("FedMF", mf.federated))]
+    lm = {"central": "centralized LM", "fedavg": "FedAvg LM", "fellrec": "FELLRec LM"}
+    for cfg_, r in zip(table1_configs(size), run_all(table1_configs(size), progress)):
+        if cfg_.method in lm:
+            rows.append({"model": lm[cfg_.method], "family": "LM", "seed": cfg_.seed, **r.overall()})
+    df = pd.DataFrame(rows)
+    g = df.groupby(["model", "family"], sort=False)
+    out = g[["R@10", "R@20", "N@10", "N@20", "imbalance"]].mean()
+    out["R@10_std"] = g["R@10"].std().fillna(0.0)
+    out["seeds"] = g.size()
+    return out.reset_index()
+
+
 def table6(size, progress=False, backbone="tiny") -> pd.DataFrame:
     rows = [{"c": cfg.dirichlet_c, "method": cfg.method, "R@10": r.overall()["R@10"],
              "imbalance": r.overall()["imbalance"]}

@@ -136,13 +136,9 @@ class FedResult:
 
     def overall(self) -> dict:
         """User-weighted means over every client user, and the imbalance of R@10 across clients."""
-        from .metrics import imbalance
+        from .metrics import overall
 
-        c = self.clients
-        w = c["users"] / c["users"].sum()
-        out = {m: float((c[m] * w).sum()) for m in ("R@10", "R@20", "N@10", "N@20")}
-        out["imbalance"] = imbalance(c["R@10"].to_numpy())
-        return out
+        return overall(self.clients)
 
     def save(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)

@@ -30,3 +30,12 @@ def imbalance(per_client: np.ndarray) -> float:
     """(best - worst) / worst of the clients' metric (Table 4)."""
     best, worst = float(np.max(per_client)), float(np.min(per_client))
     return float("inf") if worst == 0 else (best - worst) / worst
+
+
+def overall(per_client) -> dict:
+    """User-weighted means over every client user (a frame with one row per client: users, R@10, ...), and the
+    imbalance of R@10 across the clients."""
+    w = per_client["users"] / per_client["users"].sum()
+    out = {m: float((per_client[m] * w).sum()) for m in ("R@10", "R@20", "N@10", "N@20")}
+    out["imbalance"] = imbalance(per_client["R@10"].to_numpy())
+    return out

@@ -28,6 +28,16 @@ def methods_bars(ours: pd.DataFrame, paper: pd.DataFrame, smoke: bool = False, b
     return fig
 
 
+def table2_bars(ours: pd.DataFrame, paper: pd.DataFrame, smoke: bool = False):
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("ours: ML-100K, small<br>transformer", "paper: Games"))
+    for m in ("R@10", "R@20", "N@10", "N@20"):
+        fig.add_bar(x=ours["model"], y=ours[m], name=f"ours {m}", row=1, col=1)
+        fig.add_bar(x=paper["model"], y=paper[m], name=f"paper {m}", row=1, col=2)
+    fig.update_layout(title=_title("Table 2: matrix factorization against the language model", smoke),
+                      barmode="group", legend=LEGEND_BELOW)
+    return fig
+
+
 def client_bars(ours: pd.DataFrame, paper: pd.DataFrame, smoke: bool = False):
     cols = [c for c in ours.columns if c.startswith("client ")]
     long = ours.melt(id_vars=["method", "imbalance"], value_vars=cols, var_name="client", value_name="R@10")

@@ -166,3 +166,25 @@ def test_minilm_cards_state_kinds_on_constructed_results():
     card = figures.get("fellrec-minilm-table6")
     _assert_kinds(card.compare(t6))
     assert not card.check(t6)
+
+
+def _table2(fellrec_r10=0.1026, fedavg_imbalance=0.63):
+    rows = [("centralized MF", "MF", 0.0947, 0.1690, 0.0964, 0.1190, 0.48),
+            ("FedMF", "MF", 0.0941, 0.1690, 0.0964, 0.1184, 0.69),
+            ("centralized LM", "LM", 0.1022, 0.1661, 0.1075, 0.1257, 0.60),
+            ("FedAvg LM", "LM", 0.1030, 0.1653, 0.1073, 0.1249, fedavg_imbalance),
+            ("FELLRec LM", "LM", fellrec_r10, 0.1700, 0.1071, 0.1252, 0.67)]
+    return pd.DataFrame(rows, columns=["model", "family", "R@10", "R@20", "N@10", "N@20", "imbalance"]).assign(
+        **{"R@10_std": 0.001, "seeds": 3})
+
+
+def test_table2_checks_fellrec_above_both_mf_baselines_on_every_metric_and_fig1s_imbalance():
+    from labcore import figures
+
+    card = figures.get("fellrec-table2-ml100k")
+    table = card.compare(_table2()).set_index("quantity")
+    best = table.loc["FELLRec above every traditional baseline on R@10, R@20, N@10, N@20"]
+    assert best["kind"] == "claim" and best["ok"]
+    assert not card.compare(_table2(fellrec_r10=0.0947)).set_index("quantity").loc[best.name, "ok"]  # MF's level
+    fig1 = "Fig. 1(a): FedAvg leaves the language model's clients more imbalanced than MF's"
+    assert not table.loc[fig1, "ok"] and card.compare(_table2(fedavg_imbalance=0.9)).set_index("quantity").loc[fig1, "ok"]
