@@ -108,8 +108,11 @@ def prefetch(configs_by_card: dict[str, list[FellrecConfig]], jobs: int) -> dict
     for c in {tuple(getattr(c, f) for f in FOUNDATION_FIELDS): c for c in todo}.values():
         foundation(c)  # each foundation once, before the workers share it through the cache
     todo.sort(key=lambda c: -(c.rounds * c.local_epochs * (2 if c.method == "ditto" else 1) * c.n_clients ** 0.5))
+    from tqdm.auto import tqdm
+
     with ProcessPoolExecutor(jobs) as pool:
-        return dict(pool.map(_train_one, todo))
+        return dict(tqdm(pool.map(_train_one, todo), total=len(todo), desc="fellrec runs", unit="run",
+                         disable=not todo))
 
 
 def runs_meta(cfgs: list[FellrecConfig]) -> dict:
