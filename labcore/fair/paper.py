@@ -41,6 +41,15 @@ TABLE4 = pd.DataFrame(
      for m, v in zip(("FAIR-HET", "FAIR-HOM", "FedHM"), vals)],
     columns=["capacity", "method", "mse"])
 
+# Appendix E, Goodreads-S (E=1, T=1000, K=10): Table 8, FedAvg's test MSE by embedding dimension; Table 9, FAIR
+# with every device at one compression ratio, and LowRank (FedHM) where it runs
+TABLE8_9 = pd.DataFrame(
+    [("8", f"d = {d}", "FedAvg", v) for d, v in ((2, 0.8201), (4, 0.7464), (8, 0.7277), (16, 0.6494), (32, 0.6527))]
+    + [("9", cap, "FAIR", v) for cap, v in (("2x", 0.6637), ("4x", 0.6701), ("8x", 0.6832), ("16x", 0.6891),
+                                           ("32x", 0.6907), ("64x", 0.6916))]
+    + [("9", "16x", "LowRank", 0.7092), ("9", "32x", "LowRank", NA)],
+    columns=["table", "setting", "method", "mse"])
+
 # Table 5: test accuracy, MLP 784-512-10 on MNIST (and LeNet on FEMNIST), E=20, T=200, K=10, 30 devices.
 TABLE5 = pd.DataFrame(
     [("mnist", "-", "FedAvg", 0.9841), ("femnist", "-", "FedAvg", 0.7491)]

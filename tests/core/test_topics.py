@@ -147,7 +147,7 @@ def test_topics_list_colr_fair_sttfedrec_with_their_cards_and_pages():
     names = topics.names()
     assert names[:3] == ["colr", "fair", "sttfedrec"]
     by_topic = {n: [c for c in figures.card_ids() if c.startswith(topics.get(n).card_prefix)] for n in names}
-    assert len(by_topic["colr"]) == 11 and len(by_topic["fair"]) == 9 and len(by_topic["sttfedrec"]) == 6
+    assert len(by_topic["colr"]) == 11 and len(by_topic["fair"]) == 10 and len(by_topic["sttfedrec"]) == 6
     assert {"fair", "split_learning"} <= set(pages())
     for t in topics.all_topics():  # every declared part exists
         for p in t.pages:

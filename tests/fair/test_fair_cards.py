@@ -9,7 +9,8 @@ from labcore.fair import cards, paper_ranking, plots
 from labcore.fair.tradeoff import tradeoff_configs
 
 FAIR_CARDS = ("fair-table2-goodreads", "fair-table2-ml1m", "fair-table3-goodreads", "fair-table3-ml1m",
-              "fair-table4-ml100k", "fair-table5-digits", "fair-table6-digits", "fair-fig4", "fair-fig1-tradeoff")
+              "fair-table4-ml100k", "fair-table8-9-ml100k", "fair-table5-digits", "fair-table6-digits", "fair-fig4",
+              "fair-fig1-tradeoff")
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +108,8 @@ def _flat(ours: pd.DataFrame, column: str, value: float) -> pd.DataFrame:
 # popularity alone (Goodreads-100), one constant for every method (other rankings), chance (ten digits)
 BASELINES = [("fair-table2-goodreads", "ndcg", cards.POPULARITY_GOODREADS), ("fair-table2-ml1m", "ndcg", 0.3),
              ("fair-table3-goodreads", "ndcg", cards.POPULARITY_GOODREADS), ("fair-table3-ml1m", "ndcg", 0.3),
-             ("fair-table4-ml100k", "mse", 1.0), ("fair-table5-digits", "accuracy", 0.1),
+             ("fair-table4-ml100k", "mse", 1.0), ("fair-table8-9-ml100k", "mse", 1.0),
+             ("fair-table5-digits", "accuracy", 0.1),
              ("fair-table6-digits", "accuracy", 0.1), ("fair-fig4", "metric", 0.1),
              ("fair-fig1-tradeoff", "metric", 0.3)]
 
@@ -145,3 +147,17 @@ def test_table6_inconsistent_subspaces_at_chance_are_misses(committed_results):
     inconsistent = cmp[cmp["quantity"].str.startswith("inconsistent")]
     assert len(inconsistent) == 6 and (inconsistent["kind"] == "number").all()
     assert not inconsistent["ok"].any() and not card.check(_committed("fair-table6-digits"))
+
+
+def test_tables_8_9_check_fair_against_lowrank_and_a_smaller_model_of_the_same_storage():
+    """On the paper's own numbers the card's claims hold; FAIR given LowRank's or the small model's MSE fails."""
+    card = registry.get("fair-table8-9-ml100k")
+    ours = cards.P.TABLE8_9.assign(round_best=1000)
+    assert card.check(ours)
+    fair = ours["method"] == "FAIR"
+    as_lowrank = ours.copy()
+    as_lowrank.loc[fair & (ours["setting"] == "16x"), "mse"] = 0.7092
+    as_small = ours.copy()
+    as_small.loc[fair & (ours["setting"] == "8x"), "mse"] = 0.7464  # FedAvg with d = 4
+    for worse in (as_lowrank, as_small):
+        assert not card.check(worse)
