@@ -19,7 +19,7 @@ DATASET = "ml-100k (full) / synthetic (smoke)"
 MISS_CAUSE = ("Why FELLRec does not beat FedAvg here (measured, docs/topics/fellrec.md, 'Does the federated phase "
               "matter?'): LoRA on this foundation barely lowers the training loss (6.267 to 6.261 centrally), so the "
               "clients' adapter updates are mostly noise, which FedAvg's averaging cancels and FELLRec's personalized "
-              "aggregation keeps; the methods differ by about the seed spread (R@10 std 0.0003 to 0.0014).")
+              "aggregation keeps; the methods differ by about the seed spread (R@10 std 0.0005 to 0.0016).")
 MODEL_NOTE = ("Model: 8 layers, width 32, 2 heads, LoRA r=4 on the attention projections (129,266 "
               "parameters, 6,144 of them LoRA), pre-trained on 20% of the users; 5 rounds of one local epoch.")
 
@@ -155,8 +155,8 @@ register(FigureCard(
     columns=("probe", "layer", "similarity"),
     notes=("The paper gives the curves only as a figure (no numbers); we check the shape.",
            "Probes read the pre-trained foundation model's layer outputs at every real position of held-out users.",
-           "The linear probe does not rise at the last layer (0.8474 -> 0.8467): cause unknown; the MLP probe, "
-           "shown, does (0.455 -> 0.470)."),
+           "The linear probe does not rise at the last layer (0.8378 -> 0.8356): cause unknown; the MLP probe, "
+           "shown, does (0.8125 -> 0.8161)."),
     paper_ref="Fig. 3 (BIGRec, LLaMA-7B, 32 layers)", dataset=DATASET))
 
 
