@@ -5,7 +5,8 @@ import pytest
 from labcore import figures
 from labcore.gist import cards as G
 
-IDS = ("gist-table1-cora", "gist-appendix-local1", "gist-fig4", "gist-layernorm-cora", "gist-bytes")
+IDS = ("gist-table1-cora", "gist-appendix-local1", "gist-appendix-c", "gist-fig4", "gist-layernorm-cora",
+       "gist-bytes")
 ACCURACY = ("test_last", "test_max", "test_at_best_val", "val_best")
 CHANCE = 100.0 / 7  # Cora has 7 classes
 
@@ -21,7 +22,7 @@ def test_the_topic_has_these_cards():
     assert set(G.CARDS) == set(IDS)
 
 
-@pytest.mark.parametrize("card_id", ["gist-table1-cora", "gist-appendix-local1", "gist-fig4"])
+@pytest.mark.parametrize("card_id", ["gist-table1-cora", "gist-appendix-local1", "gist-appendix-c", "gist-fig4"])
 def test_chance_accuracy_fails_the_accuracy_cards(card_id):
     ours = _stored(card_id).copy()
     for col in ACCURACY:
@@ -59,3 +60,27 @@ def test_a_subnet_sending_the_whole_model_fails_the_bytes_card():
 def test_the_notes_say_the_checked_rows_run_the_rescaled_variant():
     for card_id in ("gist-table1-cora", "gist-appendix-local1", "gist-fig4", "gist-layernorm-cora"):
         assert any("rescale_input" in n and "report does not have" in n for n in G.CARDS[card_id].notes)
+
+
+def _appendix_c(value: float):
+    """Table C's rows with our result at `value` for every variant, 5 seeds of spread 0.5."""
+    rows = G.paper.APPENDIX_C[G.paper.APPENDIX_C.local.isin(G.C_LOCALS)]
+    out = []
+    for _, r in rows.iterrows():
+        for rescale, variant in G.VARIANTS.items():
+            out.append({"graph": r.graph, "local": r.local, "subnets": r.subnets, "variant": variant,
+                        "rescale_input": rescale, "test_max": r.test_best if value is None else value,
+                        "test_last": r.test_last, "val_best": r.val_best, "test_max_std": 0.5, "seeds": 5})
+    import pandas as pd
+
+    return pd.DataFrame(out)
+
+
+def test_appendix_c_checks_the_faithful_method_on_cora_and_shows_the_rest():
+    card = G.CARDS["gist-appendix-c"]
+    cmp = card.compare(_appendix_c(None))
+    checked = cmp[cmp["kind"] == "number"]
+    assert len(checked) == 6 and checked["ok"].all()  # Cora, local 10 and 20, m = 2, 4, 8: the report's numbers
+    assert checked["quantity"].str.contains("variant=faithful").all()
+    assert checked["quantity"].str.contains("graph=cora").all()
+    assert not card.check(_appendix_c(78.9))  # no collapse at m = 8: Cora's 57.0 at local = 20 fails
