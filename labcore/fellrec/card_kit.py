@@ -4,12 +4,10 @@ checks both backbones run alike: Table 1's two checked rows, Table 6, Figs. 3 an
 offloading costs)."""
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pandas as pd
 
-from ..figures.registry import Computed, FigureCard
+from ..figures.registry import FigureCard, with_run_times
 from ..figures.registry import register as _register
 
 
@@ -17,18 +15,11 @@ CARDS: dict[str, FigureCard] = {}  # this topic's cards by id (read without load
 
 
 def register(card: FigureCard) -> FigureCard:
-    card = dataclasses.replace(card, compute_fn=_timed(card.compute_fn, card.configs))
+    from .experiments import runs_meta
+
+    card = with_run_times(card, runs_meta)  # the seconds its runs took when they were trained
     CARDS[card.id] = card
     return _register(card)
-
-
-def _timed(compute, configs):
-    """The card's numbers and the seconds its runs took when they were trained (they are not engine runs)."""
-    def timed(size, progress):
-        from .experiments import runs_meta
-
-        return Computed(compute(size, progress), runs_meta(configs(size)))
-    return timed
 
 
 def _smoke(ours) -> bool:

@@ -18,6 +18,7 @@ notebooks can show them at once: `stored(card_id)`.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import math
@@ -80,6 +81,16 @@ def timing_meta(timings: dict[str, dict | None]) -> dict:
             "standalone_cpu_s": round(float(sum(timed)), 1) if timed else None,
             "runs_without_time": len(timings) - len(wall), "runs_without_cpu_time": len(cpu) - len(timed),
             "run_cpu_s": cpu}
+
+
+def with_run_times(card: "FigureCard", timings: Callable[[list], dict]) -> "FigureCard":
+    """The card, its compute also returning what `timings(card.configs(size))` says of its runs (`timing_meta`
+    of a topic whose runs are not the engine's)."""
+    def compute(size, progress):
+        out = card.compute_fn(size, progress)
+        out = out if isinstance(out, Computed) else Computed(out)
+        return Computed(out.ours, {**out.meta, **timings(card.configs(size))}, out.tables)
+    return dataclasses.replace(card, compute_fn=compute)
 
 
 @dataclass(frozen=True, eq=False)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..figures.registry import SPREAD_SIGMAS, FigureCard
+from ..figures.registry import SPREAD_SIGMAS, FigureCard, with_run_times
 from ..figures.registry import seed_tolerance as registry_seed_tolerance
 from ..figures.registry import register as _register
 from ..net.message import frame_bytes
@@ -19,6 +19,7 @@ CARDS: dict[str, FigureCard] = {}  # this topic's cards, by id (usable while oth
 
 
 def register(card: FigureCard) -> FigureCard:
+    card = with_run_times(card, experiments.train_seconds)  # the seconds its runs took when they were trained
     CARDS[card.id] = card
     return _register(card)
 
