@@ -93,10 +93,10 @@ def by_topic(folder: Path | str | None = None, prefix: str = "") -> pd.DataFrame
         n = len(m.get("configs", []))
         if m.get("run_cpu_s"):
             r["runs"].update(m["run_cpu_s"])
-        elif n and (m.get("standalone_cpu_s") or m.get("runs_without_cpu_time")):
-            # stored before each run's time was kept: the card's sum, shared runs counted again
-            r["cpu"] += m.get("standalone_cpu_s") or 0.0
-            r["untimed"] += min(m.get("runs_without_cpu_time", 0) or 0, n)
+        elif n:  # stored before each run's time was kept: the card's sum, shared runs counted again
+            cpu = m.get("standalone_cpu_s") or 0.0
+            r["cpu"] += cpu
+            r["untimed"] += min(m.get("runs_without_cpu_time", 0 if cpu else n) or 0, n)
         else:  # trains nothing: the time it took to measure
             r["cpu"] += m.get("runtime_s") or 0.0
     out = []

@@ -211,8 +211,7 @@ def prefetch(configs_by_card: dict[str, list[STTConfig]], jobs: int) -> None:
 
     from .frameworks import cache_dir
 
-    # Table 3 times one round of untrained towers: its config is measured, not trained
-    cfgs = {c.key(): c for cid, cs in configs_by_card.items() if not cid.startswith("sttfedrec-table3") for c in cs}
+    cfgs = {c.key(): c for cs in configs_by_card.values() for c in cs}
     todo = [c for k, c in cfgs.items() if not (cache_dir() / k / "result.json").exists()]
     todo.sort(key=lambda c: -(c.max_steps if c.framework == "centralized" else c.rounds) * c.clients_per_round)
     if not todo:
