@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 
 from ..typed_config import ConfigError, TypedConfig, build, check_choices, check_ranges, check_types, fail, hash_key
 from .data import DATASETS, MLP_DATASETS, RANKING_DATASETS, RATING_DATASETS
-from .hashing import SIZES
+from .hashing import HASH_FUNCTION, SIZES
 
 TASKS = ("ranking", "rating", "mlp")
 METHODS = ("fair", "fair-hom", "full-trn", "fedavg", "fedhm", "fixed")
@@ -69,7 +69,7 @@ class FairConfig(TypedConfig):
     # --- identity -------------------------------------------------------------
     def key(self) -> str:
         d = {k: v for k, v in self.to_dict().items() if k not in _NOT_IN_KEY}
-        return hash_key(d, "fair-")
+        return hash_key({**d, "hash_function": HASH_FUNCTION}, "fair-")
 
     # --- capacities -----------------------------------------------------------
     def ratios(self) -> tuple[int, ...]:

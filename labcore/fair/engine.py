@@ -53,7 +53,7 @@ from .baselines import device_memory, device_ratios, eligible_users, fedhm_rank,
     training_ratio
 from .config import FairConfig, from_dict
 from .data import load
-from .hashing import PRIME, SubspaceFamily
+from .hashing import SubspaceFamily, column_hash, sign_hash
 from ..diverged import check_finite
 from .model import MLPSpec, NeuMFSpec, bpr_loss, init_dense, init_mlp, l2_penalty, mlp_logits, mse_loss, \
     neumf_all_items, neumf_pair_scores, neumf_scores
@@ -444,7 +444,7 @@ class _Local:
         co = self.coef[client]
         c1 = co[:, :, 0].view(-1, *([1] * (units.dim() - 3)), T, 1)
         c0 = co[:, :, 1].view(c1.shape)
-        col = ((units * c1 + c0) % PRIME) % self.mb[client].view(view)
+        col = column_hash(units, c1, c0) % self.mb[client].view(view)
         return torch.where(self.full[client].view(view), units, col)
 
     def _sign_words(self, client: torch.Tensor, units: torch.Tensor) -> torch.Tensor | None:
@@ -457,10 +457,10 @@ class _Local:
         s0 = co[:, :, 3].view(s1.shape)
         words = (Z + 30) // 31
         if words == 1:
-            word = (units * s1 + s0) % PRIME
+            word = sign_hash(units, s1, s0)
         else:
             k = torch.arange(Z)
-            word = ((units[..., None] * words + k // 31) * s1[..., None] + s0[..., None]) % PRIME
+            word = sign_hash(units[..., None] * words + k // 31, s1[..., None], s0[..., None])
         full = self.full[client].view((-1,) + (1,) * (word.dim() - 1))
         return torch.where(full, 0, word)
 
