@@ -18,6 +18,7 @@ from . import paper as P
 from . import plots as FP
 from .config import FairConfig, paper_mlp, paper_ranking, paper_rating
 from .engine import run
+from .runs import run_times
 from .tradeoff import tradeoff_configs, tradeoff_frame
 from ..figures import registry as R
 
@@ -581,7 +582,7 @@ def _register() -> None:
     ]
     for card in cards:
         if card.id not in R._CARDS:
-            R.register(card)
+            R.register(R.with_run_times(card, run_times))
 
 
 _register()

@@ -13,6 +13,7 @@ TOPIC = Topic(
     cards=".cards",
     pages=(Page("fair", "FAIR: random subspaces", ":material/memory:", HERE / "page.py"),),
     presets=".presets",
+    prefetch=".runs:prefetch",
     exercises=".exercises",
     notebook="labs/06_fair.ipynb",
     config=".config:from_dict",
