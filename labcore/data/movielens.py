@@ -42,5 +42,18 @@ def read_ml100k_ratings(path: str | Path) -> Ratings:
     return ratings_from_table(table)
 
 
+def read_ml1m_movies(path: str | Path) -> dict[int, tuple[str, str]]:
+    """`movies.dat` of ml-1m: `MovieID::Title::Genres`, latin-1; MovieID -> (title, genres)."""
+    movies = {}
+    for n, line in enumerate(Path(path).read_bytes().decode("latin-1").splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.split("::")
+        if len(parts) != 3 or not parts[0].isdigit():
+            raise DatasetFormatError(path, n, "MovieID::Title::Genres", line)
+        movies[int(parts[0])] = (parts[1], parts[2])
+    return movies
+
+
 def ratings_from_table(table: np.ndarray) -> Ratings:
     return Ratings(*(np.ascontiguousarray(table[:, k]) for k in range(4)))

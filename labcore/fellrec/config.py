@@ -10,7 +10,7 @@ from dataclasses import dataclass, fields
 
 from ..typed_config import ConfigError, TypedConfig, build, check_choices, check_ranges, check_types, fail, hash_key
 
-DATASETS = ("ml-100k", "amazon-games", "synthetic")
+DATASETS = ("ml-100k", "ml-1m", "amazon-games", "synthetic")
 ITEM_TEXTS = ("title", "title+id", "id")  # how an item is written: its title's BPE tokens, plus/or an id token
 METHODS = ("central", "fedavg", "fedprox", "ditto", "fellrec")
 METHOD_LABELS = {"central": "centralized (no federation)", "fedavg": "FedAvg", "fedprox": "FedProx",
@@ -25,7 +25,7 @@ MINILM_FIELDS = ("title_tokens", "samples", "temperature")  # used by the MiniLM
 @dataclass(frozen=True)
 class FellrecConfig(TypedConfig):
     # data
-    dataset: str = "synthetic"  # ml-100k (titles), amazon-games (ids only), synthetic (smoke / tests)
+    dataset: str = "synthetic"  # ml-100k, ml-1m (titles), amazon-games (ids only), synthetic (smoke / tests)
     item_text: str = "title"  # amazon-games has no titles: it is always read as "id"
     max_users: int = 0  # 0 = every user; otherwise the first max_users users (by id) of the dataset
     history: int = 16  # items the model reads (the last `history` of a user's sequence)
@@ -134,7 +134,7 @@ def _validate(c: FellrecConfig) -> None:
 def _validate_minilm(c: FellrecConfig) -> None:
     """MiniLM's shape is fixed (6 layers, hidden 384): k and the LoRA rank are checked against it."""
     if c.dataset == "amazon-games":
-        fail("dataset", c.dataset, "backbone=minilm reads item titles: allowed values are ml-100k, synthetic")
+        fail("dataset", c.dataset, "backbone=minilm reads item titles: allowed values are ml-100k, ml-1m, synthetic")
     if c.tune != "lora":
         fail("tune", c.tune, "backbone=minilm fine-tunes LoRA adapters only: allowed value is lora")
     if c.lora_rank > MINILM_HIDDEN:

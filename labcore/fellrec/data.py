@@ -1,5 +1,6 @@
-"""Sequences for FELLRec: ML-100K (titles from `u.item`, order from `u.data` timestamps), the Amazon
-video-games sequences (`Video.txt`, ids only) and a small synthetic set for smoke runs and tests.
+"""Sequences for FELLRec: ML-100K (titles from `u.item`, order from `u.data` timestamps), ML-1M (titles from
+`movies.dat`, order from `ratings.dat` timestamps), the Amazon video-games sequences (`Video.txt`, ids only) and a
+small synthetic set for smoke runs and tests.
 
 Every user's interactions are sorted by time and split chronologically 8:1:1 into train / validation /
 test (the paper's protocol). A share of the users (`foundation_share`) is held out for the central
@@ -14,6 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from ..data.locations import DATA_ENV, candidate_dirs, data_home
+from ..data.movielens import read_ml1m_movies, read_ml1m_ratings
+from ..data.registry import FILE_DATASETS
 from .config import FellrecConfig
 
 # where the files come from when they are not on disk (pooch checks the sha256)
@@ -87,6 +90,10 @@ def _download(name: str) -> None:
         if name == "ml-100k":
             pooch.retrieve(ML100K[0], known_hash=f"sha256:{ML100K[1]}", fname="ml-100k.zip",
                            path=data_home() / "downloads", processor=pooch.Unzip(extract_dir=str(data_home())))
+        elif name == "ml-1m":
+            dl = FILE_DATASETS["ml-1m"].download
+            pooch.retrieve(dl.url, known_hash=f"sha256:{dl.sha256}", fname=dl.archive, path=data_home() / "downloads",
+                           processor=pooch.Unzip(extract_dir=str(data_home())))
         elif name == "amazon-games":
             pooch.retrieve(VIDEO[0], known_hash=f"sha256:{VIDEO[1]}", fname="Video.txt",
                            path=data_home() / "amazon-games")
@@ -106,6 +113,20 @@ def read_ml100k(folder: Path) -> tuple[list[str], list[np.ndarray]]:
     r = r.sort_values(["u", "t", "i"], kind="stable")  # ties in time: by item id, so the order is fixed
     seqs = [g["i"].to_numpy(np.int64) - 1 for _, g in r.groupby("u", sort=True)]
     return titles, seqs
+
+
+def read_ml1m(folder: Path) -> tuple[list[str], list[np.ndarray]]:
+    """Titles from `movies.dat` (item = MovieID - 1; ids no line names keep an empty title) and each user's items in
+    time order from `ratings.dat`."""
+    movies = read_ml1m_movies(folder / "movies.dat")
+    r = read_ml1m_ratings(folder / "ratings.dat")
+    titles = [""] * max(max(movies), int(r.items.max()))
+    for mid, (title, _genres) in movies.items():
+        titles[mid - 1] = title
+    order = np.lexsort((r.items, r.timestamps, r.users))  # by user, then time; ties in time by item id
+    users, items = r.users[order], r.items[order] - 1
+    cut = np.flatnonzero(np.diff(users)) + 1
+    return titles, [s.astype(np.int64) for s in np.split(items, cut)]
 
 
 def read_video(folder: Path) -> tuple[list[str], list[np.ndarray]]:
@@ -170,6 +191,9 @@ def load(cfg: FellrecConfig) -> SeqData:
     if cfg.dataset == "ml-100k":
         titles, seqs = read_ml100k(find_files("ml-100k", ("u.data", "u.item")))
         source = "ml-100k u.data (order by timestamp) + u.item titles"
+    elif cfg.dataset == "ml-1m":
+        titles, seqs = read_ml1m(find_files("ml-1m", ("ratings.dat", "movies.dat")))
+        source = "ml-1m ratings.dat (order by timestamp) + movies.dat titles"
     elif cfg.dataset == "amazon-games":
         titles, seqs = read_video(find_files("amazon-games", ("Video.txt",)))
         source = "amazon-games Video.txt (SASRec's time-ordered sequences; ids only, no titles)"

@@ -39,6 +39,7 @@ import torch
 from ..data.errors import DatasetNotFoundError
 from ..data.lightgcn import read_lightgcn_lists
 from ..data.locations import candidate_dirs
+from ..data.movielens import read_ml1m_movies
 
 WORD_RE = re.compile(r"[a-z0-9]+")
 TEST_NEGATIVES = 10  # sampled unrated movies per test click (section 4.1: ten per click)
@@ -183,11 +184,7 @@ def load_ml1m(root: str | Path | None = None, history: int = 5, seed: int = 0) -
     """
     folder = find_ml1m(root)
     train, test = read_lightgcn_lists(folder / "train.txt"), read_lightgcn_lists(folder / "test.txt")
-    movies: dict[int, tuple[str, str]] = {}
-    for line in (folder / "movies.dat").read_bytes().decode("latin-1").splitlines():
-        if line.strip():
-            mid, title, genres = line.split("::")
-            movies[int(mid) - 1] = (title, genres)
+    movies = {mid - 1: tg for mid, tg in read_ml1m_movies(folder / "movies.dat").items()}
     users: dict[int, tuple[str, ...]] = {}
     for line in (folder / "users.dat").read_bytes().decode("latin-1").splitlines():
         if line.strip():

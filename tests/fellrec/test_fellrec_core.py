@@ -228,6 +228,43 @@ def test_ml100k_and_video_loaders_on_small_files(tmp_path, monkeypatch):
     assert (v.item_tokens[:, 0] == np.arange(5)).all()  # one id token per item
 
 
+def test_ml1m_loader_on_small_files_in_the_real_format(tmp_path, monkeypatch):
+    """movies.dat `MovieID::Title::Genres` in latin-1, ratings.dat `UserID::MovieID::Rating::Timestamp`; MovieIDs
+    have gaps (as in ML-1M: 3,883 movies, ids up to 3,952), and the download path is kept."""
+    from labcore.fellrec.data import load as load_files
+
+    ml = tmp_path / "ml-1m"
+    ml.mkdir()
+    movies = {1: "Toy Story (1995)", 2: "Jumanji (1995)", 4: "Cité des enfants perdus, La (1995)",
+              5: "Heat (1995)", 7: "Sabrina (1995)"}
+    (ml / "movies.dat").write_bytes("".join(f"{i}::{t}::Comedy|Drama\n" for i, t in movies.items()).encode("latin-1"))
+    rows = [f"{u}::{i}::4::{978300000 + 60 * t}\n" for u, order in ((1, (7, 4, 1, 2, 5)), (2, (5, 2, 1, 7, 4)))
+            for t, i in zip((5, 1, 3, 2, 4), order)]  # written out of time order
+    rows.append("3::1::5::978300000\n")  # one rating: fewer than 5, dropped
+    (ml / "ratings.dat").write_text("".join(rows))
+    monkeypatch.setenv("LABCORE_DATA", str(tmp_path))
+    d = load_files(FellrecConfig(dataset="ml-1m", vocab_size=60, foundation_share=0.5))
+    assert d.n_items == 7 and d.titles[3] == "Cité des enfants perdus, La (1995)" and d.titles[2] == ""
+    assert d.n_users == 2
+    assert list(d.seqs[0]) == [3, 1, 0, 4, 6]  # user 1 at times 5 1 3 2 4 -> items 4 2 1 5 7 (1-based) in time order
+    assert "ml-1m ratings.dat" in d.notes
+    FellrecConfig(dataset="ml-1m", backbone="minilm")  # titled: the MiniLM backbone reads it
+
+
+def test_ml1m_without_ratings_says_what_to_put_where(tmp_path, monkeypatch):
+    from labcore.fellrec import data as D
+
+    (tmp_path / "ml-1m").mkdir()
+    (tmp_path / "ml-1m" / "movies.dat").write_text("1::Toy Story (1995)::Animation\n")
+    monkeypatch.setenv("LABCORE_DATA", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="ratings.dat and movies.dat not found"):
+        D.find_files("ml-1m", ("ratings.dat", "movies.dat"), download=False)
+    (tmp_path / "ml-1m" / "movies.dat").write_text("1|Toy Story (1995)|Animation\n")
+    (tmp_path / "ml-1m" / "ratings.dat").write_text("1::1::5::978300000\n")
+    with pytest.raises(ValueError, match="MovieID::Title::Genres"):
+        D.read_ml1m(tmp_path / "ml-1m")
+
+
 def test_real_ml100k_counts():
     from conftest import shared_data
 
