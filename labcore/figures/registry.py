@@ -44,6 +44,7 @@ COMPARE_COLUMNS = ("quantity", "paper", "ours", "ok", "kind", "note")
 # numeric tolerance; a claim the paper states, checked as stated ("all" means all); or shown and not checked.
 ROW_KINDS = ("number", "claim", "shown")
 SPREAD_SIGMAS = 2.0  # a number's tolerance: this many standard deviations of (ours - paper's)
+SPREAD_SEEDS = (1, 2)  # besides seed 0: the runs behind a checked number, for its seed spread
 
 
 def seed_tolerance(std: float, seeds: int, paper_runs: int, stated: float) -> float:
