@@ -161,3 +161,21 @@ def test_tables_8_9_check_fair_against_lowrank_and_a_smaller_model_of_the_same_s
     as_small.loc[fair & (ours["setting"] == "8x"), "mse"] = 0.7464  # FedAvg with d = 4
     for worse in (as_lowrank, as_small):
         assert not card.check(worse)
+
+
+@pytest.mark.parametrize("card_id", ["fair-table2-goodreads", "fair-table3-goodreads"])
+def test_goodreads_numbers_are_means_of_three_seeds_judged_by_their_spread(card_id, committed_results):
+    """Each printed NDCG@20 is checked within SPREAD_SIGMAS standard deviations of (ours - paper's), from the
+    spread of our seeds; moving one mean by three times its tolerance turns its row into a miss."""
+    card, ours = registry.get(card_id), _committed(card_id)
+    ran = ours["ndcg"].notna()
+    assert (ours.loc[ran, "seeds"] == len(cards.SEEDS)).all() and (ours.loc[ran, "ndcg_std"] > 0).all()
+    cmp = card.compare(ours)
+    numbers = cmp[cmp["kind"] == "number"]
+    assert len(numbers) and numbers["note"].str.startswith(f"mean of {len(cards.SEEDS)} seeds").all()
+    row = ours[ran].index[0]
+    paper = numbers.iloc[0]["paper"]
+    tol = registry.seed_tolerance(float(ours.loc[row, "ndcg_std"]), int(ours.loc[row, "seeds"]), 1, cards.HEADLINE_TOL)
+    moved = ours.copy()
+    moved.loc[row, "ndcg"] = paper + 3 * tol
+    assert not bool(card.compare(moved).iloc[0]["ok"])
