@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -293,7 +294,10 @@ def run(cfg: FLConfig, progress=None, cache: bool = True) -> FLResult:
     names = ("history", "clients", "ledger")
     if cache and all((folder / f"{n}.csv").exists() for n in names):
         return FLResult(cfg, *(pd.read_csv(folder / f"{n}.csv") for n in names))
+    from ..fed.engine import save_timing
+
     one_thread()
+    t0, c0 = time.perf_counter(), time.process_time()
     res = Simulation(cfg).run(progress)
     if cache:
         folder.mkdir(parents=True, exist_ok=True)
@@ -301,4 +305,13 @@ def run(cfg: FLConfig, progress=None, cache: bool = True) -> FLResult:
             tmp = folder / f"{n}.csv.tmp"
             getattr(res, n).to_csv(tmp, index=False)
             tmp.replace(folder / f"{n}.csv")
+        save_timing(folder, time.perf_counter() - t0, time.process_time() - c0, "process", 0, cfg.rounds)
     return res
+
+
+def run_times(configs: list[FLConfig]) -> dict:
+    """What a stored card keeps of its runs' times (`timing_meta`: by run key, as each was trained)."""
+    from ..fed.engine import load_timing
+    from ..figures.registry import timing_meta
+
+    return timing_meta({c.key(): load_timing(cache_dir() / c.key()) for c in dict.fromkeys(configs)})
