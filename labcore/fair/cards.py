@@ -117,7 +117,8 @@ def _seed_tol(row: pd.Series, metric: str) -> tuple[float, str]:
     tol = R.seed_tolerance(std, n, 1, HEADLINE_TOL)
     if n < 2:
         return tol, f"one seed: within the stated {HEADLINE_TOL}"
-    return tol, f"mean of {n} seeds ± {std:.4f}; |ours - paper| <= {tol:.4f} ({R.SPREAD_SIGMAS:g} sd of the difference)"
+    return tol, (f"mean of {n} seeds ± {std:.4f}; |ours - paper| <= {tol:.4f} "
+                 f"({R.SPREAD_SIGMAS:g} sd of the difference)")
 
 
 def _configs(rows: list[tuple]) -> list[FairConfig]:
@@ -491,8 +492,8 @@ GR_NOTES = (
 GR_SEEDS = (f"Seeds {', '.join(map(str, SEEDS))} (each draws the hash, the cohorts and the batches; the data and the "
             "capacity assignment stay): every NDCG@20 is their mean, and a printed one is judged by their spread.")
 T2_MISSES = ("The two misses, FedAvg (0.271 against 0.278) and FAIR-HET 1x-16x (0.264 against 0.276), sit below the "
-             "paper's by 2.3 and 5.5 standard deviations of (ours - paper's); their cause is not measured (40 rounds and one "
-             "learning rate here, up to 1000 rounds with early stopping and a searched lr in the paper).")
+             "paper's by 2.3 and 5.5 standard deviations of (ours - paper's); their cause is not measured (40 rounds "
+             "and one learning rate here, up to 1000 rounds with early stopping and a searched lr in the paper).")
 T3_MISSES = ("FULL-TRN misses at every share, below the paper's (0.009 against 0.037 with 1% at 1x, 0.244 against "
              "0.261 with 50%), and FAIR-HET with 30% at 1x (0.259 against 0.270); the cause is not measured. More "
              "rounds alone would not lift FULL-TRN: seed 0's best value is at round 20 or 30 of 40.")

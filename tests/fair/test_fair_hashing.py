@@ -4,8 +4,8 @@ import itertools
 import pytest
 import torch
 
-from labcore.fair.hashing import MIN_FILL, PRIME, Subspace, SubspaceFamily, UniversalHash, collapse_matrix, fills_rows, \
-    is_collapsible, random_fill, subspace_dim
+from labcore.fair.hashing import MIN_FILL, PRIME, Subspace, SubspaceFamily, UniversalHash, collapse_matrix, \
+    fills_rows, is_collapsible, random_fill, subspace_dim
 
 FAMILIES = [dict(sizes="pow2", block=1, signed=True), dict(sizes="pow2", block=1, signed=False),
             dict(sizes="pow2", block=4, signed=True), dict(sizes="chain", block=1, signed=True),
