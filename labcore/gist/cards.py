@@ -5,11 +5,9 @@ Importing this module registers them. `smoke` trains a few epochs on a small syn
 """
 from __future__ import annotations
 
-import time
-
 import pandas as pd
 
-from ..figures.registry import SPREAD_SIGMAS, FigureCard, timing_meta, with_run_times
+from ..figures.registry import SPREAD_SIGMAS, FigureCard, InCardClock, with_run_times
 from ..figures.registry import seed_tolerance as registry_seed_tolerance
 from ..figures.registry import register as _register
 from ..net.message import frame_bytes
@@ -431,12 +429,7 @@ def bytes_configs(size: str) -> list[GistConfig]:
 
 
 BLOCK_PARTS = {"layer1": ("theta1",), "both": ("theta1", "theta2")}
-BYTES_SECONDS: dict[str, dict] = {}  # by config key: the one measured round each bytes config ran here
-
-
-def bytes_seconds(configs: list[GistConfig]) -> dict:
-    """The bytes card's record of its rounds' times (`timing_meta`; they run in the card, not through the cache)."""
-    return timing_meta({c.key(): BYTES_SECONDS.get(c.key()) for c in dict.fromkeys(configs)})
+BYTES_CLOCK = InCardClock()  # the one measured round each bytes config runs in the card, by config key
 
 
 def bytes_compute(size: str, progress: bool) -> pd.DataFrame:
@@ -444,10 +437,7 @@ def bytes_compute(size: str, progress: bool) -> pd.DataFrame:
 
     rows = []
     for cfg in bytes_configs(size):
-        t0, c0 = time.perf_counter(), time.process_time()
-        res = run(cfg, rounds=1)
-        BYTES_SECONDS[cfg.key()] = {"seconds": round(time.perf_counter() - t0, 2),
-                                    "cpu_seconds": round(time.process_time() - c0, 2)}
+        res = BYTES_CLOCK.time(cfg.key(), run, cfg, rounds=1)
         led = res.ledger[(res.ledger.direction == "up")]
         per = led.groupby("part")["bytes"].sum() / cfg.subnets
         f, h, c = res.params["theta1"].shape[0], cfg.hidden, res.params["theta2"].shape[1]
@@ -488,6 +478,6 @@ register(FigureCard(
     notes=("The formula is the report's block count (float32); 'paper' is that formula, not a printed number: "
            "each row is a claim.", "Byte counts do not depend on the input rescaling (rescale_input).",
            "The random projection makes the feature count a multiple of m (1432 on Cora for m = 2, 4, 8).")),
-    timings=bytes_seconds)
+    timings=BYTES_CLOCK)
 
 CARD_IDS = tuple(CARDS)

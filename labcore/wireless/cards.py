@@ -6,13 +6,12 @@ threshold is the report's 2^5.37 at kappa = 2, gamma = 1/(4L)), one user (the fi
 """
 from __future__ import annotations
 
-import time
 from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
-from ..figures.registry import FigureCard, register, timing_meta, with_run_times
+from ..figures.registry import FigureCard, InCardClock, register, with_run_times
 from . import allocation, plots, theory
 from .config import WirelessConfig
 from .fedavg import error_floor, simulate
@@ -21,7 +20,7 @@ CARDS: dict[str, FigureCard] = {}  # this topic's cards by id
 
 
 def _register(card: FigureCard) -> FigureCard:
-    card = with_run_times(card, _run_times)
+    card = with_run_times(card, RUN_CLOCK)
     CARDS[card.id] = card
     return register(card)
 
@@ -34,21 +33,12 @@ FIG_COLUMNS = ("figure", "curve", "bits_up", "bits_down", "budget_up_bits", "bud
                "err_lo", "err_hi", "bound", "size")
 
 
-RUN_SECONDS: dict[str, dict] = {}  # by config key: the wall-clock and CPU seconds its simulation took here
+RUN_CLOCK = InCardClock()  # the seconds each simulation took here, by config key
 
 
 @lru_cache(maxsize=256)
 def _run(cfg: WirelessConfig) -> pd.DataFrame:
-    t0, c0 = time.perf_counter(), time.process_time()
-    out = simulate(cfg)[0]
-    RUN_SECONDS[cfg.key()] = {"seconds": round(time.perf_counter() - t0, 2),
-                              "cpu_seconds": round(time.process_time() - c0, 2)}
-    return out
-
-
-def _run_times(configs: list[WirelessConfig]) -> dict:
-    """The stored card's record of its simulations' times (`timing_meta`)."""
-    return timing_meta({c.key(): RUN_SECONDS.get(c.key()) for c in dict.fromkeys(configs)})
+    return RUN_CLOCK.time(cfg.key(), simulate, cfg)[0]
 
 
 def _cfg(size: str, **kw) -> WirelessConfig:
