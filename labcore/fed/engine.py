@@ -180,13 +180,12 @@ def estimate_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows")
 
 def sums_on_arrival(cfg: RunConfig) -> bool:
     """Plain FedMF: nothing but the server's sum reads a client's update (no quantized uplink, encryption, attack,
-    defense, client-side DP noise, personal model, or algorithm that reads each update: `FedAvg.sums_on_arrival`),
-    so the server can add each client's rows as the client ends (`Simulation._sums_on_arrival`; at ML-1M's full
-    participation the update table it spares is 1.07 GB). Central DP's clipping reads one client's rows only: it is
-    done on arrival too."""
+    defense, personal model, or algorithm that reads each update: `FedAvg.sums_on_arrival`), so the server can add
+    each client's rows as the client ends (`Simulation._sums_on_arrival`; at ML-1M's full participation the update
+    table it spares is 1.07 GB). DP's clipping reads one client's rows only: it is done on arrival too, and where
+    nothing reads a client's update the clients' noise shares (distributed, local DP) are drawn on the sum."""
     return (cfg.method == "fedmf" and algorithm_class(cfg).sums_on_arrival and personalization_class(cfg) is None
-            and not cfg.up_bits and cfg.encryption == "none" and cfg.attack == "none" and cfg.defense == "none"
-            and cfg.dp_mode in ("none", "central"))
+            and not cfg.up_bits and cfg.encryption == "none" and cfg.attack == "none" and cfg.defense == "none")
 
 
 def check_memory(cfg: RunConfig, data: InteractionData, layout: str = "rows") -> None:
@@ -384,7 +383,7 @@ class Simulation:
 
     def arrival_sum(self, n_pos: np.ndarray) -> tuple | None:
         """What the engine's trainer sums as each client ends (`train_cohort`'s sum_on_arrival), or None: the
-        aggregation and the clients' weights, and under central DP the clip norm with equal weights (DP sums the
+        aggregation and the clients' weights, and under DP the clip norm with equal weights (DP sums the
         clipped updates unweighted, as `_uplink` does with a table)."""
         if not self._sums_on_arrival(self.round):
             return None

@@ -88,7 +88,7 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
     prox_mu > 0: FedProx's local objective, + mu/2 ||item table - Q||^2 (the kernels apply its pull lazily).
     variates: SCAFFOLD's (c, ci_lo, ci_hi, ci_item, ci_val), the clients' rows in schedule order
     (`scaffold.ControlVariates.trainer_inputs`); the rows returned are then the gradient steps G alone.
-    sum_on_arrival: (aggregation, the clients' weights[, central DP's clip norm]) for a full item table (FedMF): the
+    sum_on_arrival: (aggregation, the clients' weights[, DP's clip norm]) for a full item table (FedMF): the
     server's aggregate is summed as each client ends (each client's rows clipped first, with a clip norm), and the
     rows returned are `SummedRows` (no per-client rows are kept)."""
     from .kernels import fused, fused_lowrank
@@ -148,7 +148,7 @@ def train_cohort(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, 
 def _train_summed(Q, p0, plan, lr, weight_decay, row_first, row_item, item_bits, how, weights, clip=math.inf
                   ) -> LocalResult:
     """`train_cohort` of a full item table with the server's sum taken as each client ends
-    (`kernels.fused.full_rows_summed`); clip: each client's rows clipped to that norm first (central DP, weighted)."""
+    (`kernels.fused.full_rows_summed`); clip: each client's rows clipped to that norm first (DP, weighted)."""
     from .kernels import fused
 
     if how not in ("item_mean", "weighted"):

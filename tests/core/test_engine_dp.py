@@ -134,6 +134,20 @@ def test_central_dp_clips_on_arrival_with_the_numbers_of_the_table_up_to_roundin
     assert [r["epsilon"] for r in rows["arrival"]] == [r["epsilon"] for r in rows["table"]]
 
 
+@pytest.mark.parametrize("mode", ["distributed", "local"])
+def test_noise_shares_on_the_sum_on_arrival_give_the_numbers_of_the_table_up_to_rounding(tiny, mode, monkeypatch):
+    """Where nothing reads a client's update, distributed and local DP sum the clipped rows as each client ends
+    and draw the clients' noise shares on the sum, from the same stream as a round that keeps the update table."""
+    cfg = RunConfig(method="fedmf", dp_mode=mode, dp_noise_multiplier=1.0, dp_clip=0.1, rounds=3, **DP)
+    arrival, table = Simulation(cfg, tiny), Simulation(cfg, tiny)
+    monkeypatch.setattr(table, "_sums_on_arrival", lambda t: False)
+    rows = {name: [sim.step() for _ in range(cfg.rounds)] for name, sim in (("arrival", arrival), ("table", table))}
+    assert arrival._sums_on_arrival(0)
+    assert torch.allclose(arrival.Q, table.Q, rtol=1e-4, atol=1e-6)
+    assert torch.allclose(arrival.P, table.P, rtol=1e-4, atol=1e-6)
+    assert [r["epsilon"] for r in rows["arrival"]] == [r["epsilon"] for r in rows["table"]]
+
+
 def _privatize_calls(monkeypatch) -> list[bool]:
     """Record `summed` of each call of RoundDP.privatize_clients."""
     calls, original = [], dp.RoundDP.privatize_clients
@@ -152,7 +166,8 @@ def test_each_client_noises_its_own_update_where_one_is_read(tiny, mode, monkeyp
     every value, the rows the client did not touch too."""
     calls = _privatize_calls(monkeypatch)
     cfg = RunConfig(method="fedmf", dp_mode=mode, dp_noise_multiplier=1.0, dp_clip=0.5, rounds=1, **DP)
-    Simulation(cfg, tiny).step()
+    for method, extra in (("fedmf", {}), ("colr", {"rank": 2})):  # FedMF sums on arrival; CoLR's A table is summed
+        Simulation(cfg.replace(method=method, **extra), tiny).step()
     viewed = Simulation(cfg, tiny)
     viewed.keep_view = True
     viewed.step()

@@ -126,8 +126,10 @@ def test_only_a_round_where_nothing_else_reads_the_rows_sums_on_arrival(tiny, ex
     assert Simulation(RunConfig(**base), tiny)._sums_on_arrival(0)
     assert not Simulation(RunConfig(**{**base, **extra}), tiny)._sums_on_arrival(0)
     dp = dict(client_schedule="poisson", aggregation="weighted", dp_noise_multiplier=1.0)
-    assert Simulation(RunConfig(**{**base, **dp, "dp_mode": "central"}), tiny)._sums_on_arrival(0)
-    assert not Simulation(RunConfig(**{**base, **dp, "dp_mode": "local"}), tiny)._sums_on_arrival(0)
+    for mode in ("central", "distributed", "local"):
+        assert Simulation(RunConfig(**{**base, **dp, "dp_mode": mode}), tiny)._sums_on_arrival(0)
+    assert not Simulation(RunConfig(**{**base, **dp, "dp_mode": "distributed", "encryption": "secagg"}),
+                          tiny)._sums_on_arrival(0)
     sim = Simulation(RunConfig(**base), tiny)
     sim.keep_view = True  # what the server saw is kept for the attack labs: every client's update
     assert not sim._sums_on_arrival(0)

@@ -515,7 +515,7 @@ def _full_rows_summed(lanes, group, Q, indptr, position, p, slots, s_item, s_lab
         span = max(span, indptr[min(g0 + group, M)] - indptr[g0])
     W = np.empty((span, Q.shape[1]), dtype=np.float32)
     pos = np.empty((lanes, Q.shape[0]), dtype=np.int64)
-    factor = np.ones(M, dtype=np.float32)  # each client's clip factor (central DP), 1 when not clipped
+    factor = np.ones(M, dtype=np.float32)  # each client's clip factor (DP), 1 when not clipped
     for g0 in range(0, M, group):
         g1 = min(g0 + group, M)
         base = indptr[g0]
@@ -547,7 +547,7 @@ def full_rows_summed(Q, indptr, position, p, slots, s_item, s_label, row_item, n
     (the kernel keeps FedProx's argument, at 0, so that its compiled form stays the one tested). indptr: client c's
     rows are row_item[indptr[c]:indptr[c + 1]] (client index order); position[c]: its place in the schedule (p,
     slots); weights: the clients' float32 weights in index order (the weighted sum) or None (the item mean's sum
-    and count); clip: central DP's clip norm C (`privacy.dp.clip_rows`), each client's rows scaled by
+    and count); clip: DP's clip norm C (`privacy.dp.clip_rows`), each client's rows scaled by
     min(1, C / ||its rows||) before they are added (inf: not clipped). Returns the summed loss, the sum (N, d), the
     rows per item (item mean; zeros if weighted) and client 0's rows (unclipped: the message it sent)."""
     N, d = Q.shape
