@@ -23,13 +23,13 @@ import math
 import os
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np
 import pandas as pd
 
+from ..runtime import in_processes
 from .algorithms import make
 from .config import FAMILIES, LABELS, PROBLEM_FIELDS, CompletionConfig
 from .problem import InformationLimitWarning, Problem, make_problem
@@ -139,12 +139,6 @@ def run(cfg: CompletionConfig, cache: bool = True, on_log: Callable[[dict], None
     return df
 
 
-def _work(cfg_dict: dict) -> dict:
-    cfg = CompletionConfig(**cfg_dict)
-    run(cfg)
-    return cfg_dict
-
-
 def prefetch(configs_by_card: dict[str, list[CompletionConfig]], jobs: int) -> None:
     """Run every uncached config of these cards in `jobs` processes (one BLAS thread each)."""
     run_many([c for cs in configs_by_card.values() for c in cs], jobs=jobs, progress=True)
@@ -154,25 +148,9 @@ def run_many(configs: Iterable[CompletionConfig], jobs: int = 1, progress: bool 
              cache: bool = True) -> pd.DataFrame:
     """Every config once (cached by key), in `jobs` processes, longest budgets first; rows in config order."""
     configs = list(dict.fromkeys(configs))
-    todo = [c for c in configs if not (cache and _cached_path(c).exists())]
-    todo.sort(key=lambda c: -c.budget_s)
-    bar = None
-    if progress and todo:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(todo), desc="completion runs", unit="run")
-    if jobs > 1 and len(todo) > 1 and cache:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            for _ in pool.map(_work, [c.to_dict() for c in todo]):
-                if bar:
-                    bar.update()
-    else:
-        for c in todo:
-            run(c, cache=cache)
-            if bar:
-                bar.update()
-    if bar:
-        bar.close()
+    todo = [c for c in configs if cache and not _cached_path(c).exists()]  # uncached: each runs once, below
+    for _ in in_processes(run, todo, jobs, cost=lambda c: c.budget_s, desc="completion runs", progress=progress):
+        pass
     if not configs:
         return pd.DataFrame(columns=list(COLUMNS))
     return pd.concat([run(c, cache=cache) for c in configs], ignore_index=True)

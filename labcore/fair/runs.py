@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..runtime import default_cache_dir, one_thread
+from ..runtime import default_cache_dir, in_processes
 from .config import FairConfig
 
 
@@ -21,33 +21,17 @@ def cost(cfg: FairConfig) -> float:
     return cfg.rounds * cfg.clients_per_round * cfg.local_epochs
 
 
-def _train(cfg_dict: dict) -> str:
-    from .config import from_dict
+def _train(cfg: FairConfig) -> None:
     from .engine import run
 
-    one_thread()  # one process per core
-    cfg = from_dict(cfg_dict)
     run(cfg)
-    return cfg.describe()
 
 
 def prefetch(configs_by_card: dict[str, list[FairConfig]], jobs: int) -> None:
-    """Train the uncached runs of these cards in `jobs` spawned processes, longest first, with a progress bar."""
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    from tqdm.auto import tqdm
-
+    """Train the uncached runs of these cards in `jobs` processes, longest first, with a progress bar."""
     todo = {c.key(): c for cs in configs_by_card.values() for c in cs if not is_cached(c)}
-    order = sorted(todo.values(), key=cost, reverse=True)
-    if not order:
-        return
-    with ProcessPoolExecutor(max(1, jobs), mp_context=mp.get_context("spawn")) as pool, \
-            tqdm(total=len(order), desc="FAIR runs", unit="run") as bar:
-        futures = [pool.submit(_train, c.to_dict()) for c in order]
-        for fut in as_completed(futures):
-            bar.set_postfix_str(fut.result()[:40])
-            bar.update()
+    for _ in in_processes(_train, todo.values(), jobs, cost=cost, desc="FAIR runs"):
+        pass
 
 
 def run_times(configs: list[FairConfig]) -> dict:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..runtime import one_thread
+from ..runtime import in_processes
 from .config import FellrecConfig
 from .federated import run
 
@@ -91,7 +91,6 @@ def variant(cfg: FellrecConfig) -> str:
 
 
 def _train_one(cfg):
-    one_thread()  # one thread a process: the processes share the cores
     r = run(cfg)
     return cfg.key(), r.meta.get("cpu_seconds")
 
@@ -99,20 +98,14 @@ def _train_one(cfg):
 def prefetch(configs_by_card: dict[str, list[FellrecConfig]], jobs: int) -> dict[str, float | None]:
     """Train every uncached run behind these cards once (the union of their configs) in `jobs` processes,
     longest first; returns the CPU seconds of each run trained."""
-    from concurrent.futures import ProcessPoolExecutor
-
     from .federated import FOUNDATION_FIELDS, cache_dir, foundation
 
     cfgs = {c.key(): c for cs in configs_by_card.values() for c in cs}
     todo = [c for k, c in cfgs.items() if not (cache_dir() / "runs" / k / "meta.json").exists()]
     for c in {tuple(getattr(c, f) for f in FOUNDATION_FIELDS): c for c in todo}.values():
         foundation(c)  # each foundation once, before the workers share it through the cache
-    todo.sort(key=lambda c: -(c.rounds * c.local_epochs * (2 if c.method == "ditto" else 1) * c.n_clients ** 0.5))
-    from tqdm.auto import tqdm
-
-    with ProcessPoolExecutor(jobs) as pool:
-        return dict(tqdm(pool.map(_train_one, todo), total=len(todo), desc="fellrec runs", unit="run",
-                         disable=not todo))
+    cost = lambda c: c.rounds * c.local_epochs * (2 if c.method == "ditto" else 1) * c.n_clients ** 0.5  # noqa: E731
+    return dict(result for _, result in in_processes(_train_one, todo, jobs, cost=cost, desc="fellrec runs"))
 
 
 def runs_meta(cfgs: list[FellrecConfig]) -> dict:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..config import RunConfig
+from ..runtime import in_processes
 
 # --- running -----------------------------------------------------------------------
 _DATA: dict[tuple, object] = {}
@@ -137,15 +138,10 @@ def train_many(cfgs: list[RunConfig], submit, progress: bool = True, where: str 
 
 
 def _in_processes(jobs: int):
-    """A `train_many` submit over `jobs` spawned processes (one engine thread each)."""
+    """A `train_many` submit over `jobs` spawned processes (one engine thread each; `runtime.in_processes`)."""
     def submit(fn, cfgs):
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-        import multiprocessing as mp
-
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
-            futures = {pool.submit(fn, c): c for c in cfgs}
-            for fut in as_completed(futures):
-                yield futures[fut], fut.result()
+        # train_many prints a line per run: no second progress bar
+        return in_processes(fn, cfgs, jobs, progress=False)
 
     return submit
 

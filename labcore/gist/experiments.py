@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..runtime import one_thread
+from ..runtime import in_processes
 from .config import GistConfig
 
 METRICS = ("test_at_best_val", "test_last", "val_best", "test_max")
@@ -56,10 +56,6 @@ def train_one(cfg: GistConfig) -> dict:
     return out
 
 
-def _pool_init():
-    one_thread()
-
-
 def prefetch(configs_by_card: dict[str, list[GistConfig]], jobs: int) -> None:
     """Train the uncached runs of these cards in `jobs` processes (the bytes card measures without training)."""
     configs = [c for cid, cs in configs_by_card.items() if cid != "gist-bytes" for c in cs]
@@ -71,14 +67,9 @@ def summaries(configs: list[GistConfig], jobs: int = 1, progress: bool = False) 
     """One row per config: its fields and METRICS; uncached runs are trained (in `jobs` processes)."""
     todo = [c for c in dict.fromkeys(configs) if cached(c) is None]
     if todo and jobs > 1:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
-
-        todo.sort(key=lambda c: -c.epochs * max(1, c.subnets // 2))  # longest first
-        with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=_pool_init) as ex:
-            for i, _ in enumerate(ex.map(train_one, todo)):
-                if progress:
-                    print(f"  gist runs: {i + 1}/{len(todo)}", flush=True)
+        for _ in in_processes(train_one, todo, jobs, cost=lambda c: c.epochs * max(1, c.subnets // 2),
+                              desc="gist runs", progress=progress):
+            pass
     rows = []
     for i, c in enumerate(configs):
         s = train_one(c)

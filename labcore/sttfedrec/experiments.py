@@ -205,20 +205,15 @@ def _train(cfg: STTConfig) -> str:
 def prefetch(configs_by_card: dict[str, list[STTConfig]], jobs: int) -> None:
     """Train every uncached run behind these cards once (the union of their configs) in `jobs` processes, one
     torch thread each, longest first (`labcore figure 'sttfedrec-*' --full --save --jobs 2`)."""
-    from concurrent.futures import ProcessPoolExecutor
-
-    from tqdm.auto import tqdm
-
+    from ..runtime import in_processes
     from .frameworks import cache_dir
 
     cfgs = {c.key(): c for cs in configs_by_card.values() for c in cs}
     todo = [c for k, c in cfgs.items() if not (cache_dir() / k / "result.json").exists()]
-    todo.sort(key=lambda c: -(c.max_steps if c.framework == "centralized" else c.rounds) * c.clients_per_round)
-    if not todo:
-        return
-    with ProcessPoolExecutor(jobs) as pool:
-        for _ in tqdm(pool.map(_train, todo), total=len(todo), desc="sttfedrec runs", unit="run"):
-            pass
+    for _ in in_processes(_train, todo, jobs, desc="sttfedrec runs",
+                          cost=lambda c: (c.max_steps if c.framework == "centralized" else c.rounds)
+                          * c.clients_per_round):
+        pass
 
 
 def runs_meta(cfgs: list[STTConfig]) -> dict:
