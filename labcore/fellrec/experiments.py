@@ -90,6 +90,11 @@ def variant(cfg: FellrecConfig) -> str:
     return "FELLRec"
 
 
+def _cost(cfg) -> float:
+    """Relative cost of a run, to start the longest first (Ditto trains two models)."""
+    return cfg.rounds * cfg.local_epochs * (2 if cfg.method == "ditto" else 1) * cfg.n_clients ** 0.5
+
+
 def _train_one(cfg):
     r = run(cfg)
     return cfg.key(), r.meta.get("cpu_seconds")
@@ -104,8 +109,7 @@ def prefetch(configs_by_card: dict[str, list[FellrecConfig]], jobs: int) -> dict
     todo = [c for k, c in cfgs.items() if not (cache_dir() / "runs" / k / "meta.json").exists()]
     for c in {tuple(getattr(c, f) for f in FOUNDATION_FIELDS): c for c in todo}.values():
         foundation(c)  # each foundation once, before the workers share it through the cache
-    cost = lambda c: c.rounds * c.local_epochs * (2 if c.method == "ditto" else 1) * c.n_clients ** 0.5  # noqa: E731
-    return dict(result for _, result in in_processes(_train_one, todo, jobs, cost=cost, desc="fellrec runs"))
+    return dict(result for _, result in in_processes(_train_one, todo, jobs, cost=_cost, desc="fellrec runs"))
 
 
 def runs_meta(cfgs: list[FellrecConfig]) -> dict:
