@@ -164,7 +164,7 @@ class RunConfig(TypedConfig):
         changed = {k: v for k, v in self.to_dict().items() if k not in skip and v != default[k]}
         if self.dp_mode != "none":
             changed["store_dp"] = DP_STORE_VERSION
-            if self.dp_mode in ("local", "distributed") and self.encryption == "none":
+            if self.dp_mode in ("local", "distributed"):
                 changed["store_dp_on_sum"] = DP_ON_SUM_STORE_VERSION
         return hash_key({"store": STORE_VERSION, **changed})
 
@@ -226,8 +226,8 @@ STORE_VERSION = 1
 # The version of the DP runs' stored results alone: raised with a change of the code that changes the numbers of
 # DP runs only, so that theirs are made again and no other stored run is.
 DP_STORE_VERSION = 2
-# The version of local and distributed DP runs without encryption alone: their clients' noise shares are drawn at
-# once on the sum (`privacy.dp.RoundDP.privatize_clients`), other numbers than each client's own draw.
+# The version of local and distributed DP runs alone: the noise shares of the clients whose update no one reads alone
+# are drawn at once on the sum (`privacy.dp.RoundDP.privatize_clients`), other numbers than each client's own draw.
 DP_ON_SUM_STORE_VERSION = 1
 ROW_QUANTIZED = ("fedmf", "colr", "scolr")  # methods whose uplink is each client's table, held by its touched rows
 _NOT_IN_KEY = ("checkpoint_every",)  # bookkeeping that does not change the numbers

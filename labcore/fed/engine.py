@@ -408,16 +408,14 @@ class Simulation:
         decoded = self.method.decode_uplink({w.name: w for w in up_recv}, setup, local.rows)
         if self.dp is not None:  # each update clipped in the aggregated space (+ its noise share), summed unweighted
             dp_gen = _gen(cfg.seed, t, STREAM_DP)
-            # nothing reads a client's privatized update but the sum (the ledger records the messages before DP):
-            # the clients' noise shares can be drawn on the sum
-            dp_summed = self.secure is None and not self.keep_view
+            noised = self._read_alone(t, len(n_pos), n_dropped)
             if not isinstance(decoded, SummedRows):  # (summed rows were clipped as each client ended)
                 out = None
                 if (isinstance(decoded, RowUpdate) and decoded.values.dtype == torch.float32 and not self.keep_view
                         and self.dp.mode == "central"):
                     out = torch.from_numpy(self._workspace.array("dp_clipped", tuple(decoded.values.shape),
                                                                  np.float32))
-                decoded = self.dp.privatize_clients(decoded, dp_gen, out, summed=dp_summed)
+                decoded = self.dp.privatize_clients(decoded, dp_gen, out, noised)
             n_pos = np.ones(len(n_pos), np.int64)
         if self.secure is None:
             touched = None if isinstance(decoded, RowUpdate) else local.touched_dense()
@@ -437,9 +435,20 @@ class Simulation:
                                        self.ledger, n_dropped)
             agg, up_bytes = he.aggregate, he.up_bytes
         if self.dp is not None:  # the noise on the sum; divided by the expected cohort, not the actual one
-            noise = self.dp.server_noise(agg.shape, dp_gen, agg.dtype, len(n_pos) if dp_summed else 0)
+            on_sum = 0 if noised is None else len(n_pos) - len(noised)  # the shares of the clients no one reads alone
+            noise = self.dp.server_noise(agg.shape, dp_gen, agg.dtype, on_sum)
             agg = (agg * len(n_pos) + noise) / self.dp.expected_cohort
         return up, up_sent, up_bytes, decoded, agg, he, t1
+
+    def _read_alone(self, t: int, M: int, n_dropped: int) -> np.ndarray | None:
+        """The uploaders whose own update something reads (None: all of them, for the round's view): the clients
+        whose update is masked or encrypted for real; none without protection (the ledger records the messages
+        before DP, and the server reads only the sum)."""
+        if self.keep_view:
+            return None
+        if self.secure is None:
+            return np.zeros(0, np.int64)
+        return self.secure.real_clients(t, M, n_dropped)
 
     def _plant(self, local: LocalResult, clients: np.ndarray, n_pos: np.ndarray) -> LocalResult:
         """Model replacement: each attacker of the cohort sends gamma (target row - its current row) for the target

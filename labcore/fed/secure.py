@@ -193,9 +193,21 @@ class SecureMod:
             raise ValueError(f"encryption={self.scheme!r}: expected one of {SECURE_SCHEMES}")
 
     # --- the round ----------------------------------------------------------
-    def real_clients(self, t: int, M: int) -> np.ndarray:
+    def real_clients(self, t: int, M: int, n_dropped: int = 0) -> np.ndarray:
+        """Which of the round's M uploaders are protected for real (the others are summed in plaintext). With
+        dropouts under secure aggregation, `_secagg_dropout`'s survivors among them."""
         rng = np.random.default_rng(np.random.SeedSequence([self.cfg.seed, t, STREAM_REAL]))
-        return np.sort(rng.choice(M, size=min(M, self.cfg.he_real_clients), replace=False))
+        size = min(M, self.cfg.he_real_clients)
+        if n_dropped and self.scheme == "secagg":
+            size = self._real_split(M, n_dropped)[0]
+        return np.sort(rng.choice(M, size=size, replace=False))
+
+    def _real_split(self, M: int, n_dropped: int) -> tuple[int, int]:
+        """(survivors, dropped clients) run for real in a secure-aggregation round with dropouts."""
+        n_all = M + n_dropped
+        R = min(self.cfg.he_real_clients, n_all)
+        R_d = min(n_dropped, R - 1, max(1, R * n_dropped // n_all))
+        return min(R - R_d, M), R_d
 
     def aggregate(self, t: int, up_sent: list[Wire], up_recv: list[Wire], decoded: torch.Tensor,
                   n_pos: np.ndarray, touched: torch.Tensor, setup, ledger: Ledger, n_dropped: int = 0
@@ -402,11 +414,8 @@ class SecureMod:
 
         M, D, codec = len(segs), n_dropped, self.codec
         n_all = M + D
-        R = min(self.cfg.he_real_clients, n_all)
-        R_d = min(D, R - 1, max(1, R * D // n_all))
-        R_s = min(R - R_d, M)
-        rng = np.random.default_rng(np.random.SeedSequence([self.cfg.seed, t, STREAM_REAL]))
-        real = np.sort(rng.choice(M, size=R_s, replace=False))
+        R_s, R_d = self._real_split(M, D)
+        real = self.real_clients(t, M, D)
         names = list(segs[0])
         flat = [np.concatenate([s_[n] for n in names]) for s_ in segs]
         sizes_n = [segs[0][n].size for n in names]

@@ -18,10 +18,11 @@ Where the noise is added (`MODES`):
 * "local": each client clips and adds N(0, sigma^2 C^2) to its own update (every client's update is private
   on its own; per-client epsilon, no amplification by sampling since the server sees who sent what).
 
-A client noises every value of its update, the rows it did not touch too (else which rows it touched shows). Where
-nothing but the server's sum reads a client's update (no secure aggregation, whose masks go on each noised update,
-and no attack view), the M clients' shares N(0, s^2) are drawn at once on the sum as N(0, M s^2), the same
-distribution, and the clipped rows are summed without a dense table (`RoundDP.privatize_clients`'s `summed`).
+A client noises every value of its update, the rows it did not touch too (else which rows it touched shows). The
+shares of the clients whose update nothing reads alone are drawn at once on the sum: the sum of their M shares
+N(0, s^2) is N(0, M s^2), the same distribution (`RoundDP.privatize_clients`'s `noised`). Without protection and
+without an attack view that is every client, and the clipped rows are summed without a dense table; under secure
+aggregation or CKKS, every client but the `he_real_clients` whose updates are masked or encrypted for real.
 
 The accountant is Opacus's RDP accountant (Mironov 2017; Opacus converts RDP to (epsilon, delta) with Balle et
 al. 2020, Thm. 21), its PRV accountant (Gopi et al. 2021) as a cross-check, and `get_noise_multiplier` for
@@ -32,6 +33,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -328,33 +330,38 @@ class RoundDP:
                 f"{self.target_epsilon:g} (delta={self.delta:.3g}).")
 
     def privatize_clients(self, decoded, gen: torch.Generator, out: torch.Tensor | None = None,
-                          summed: bool = False):
-        """Each client's clipped update, plus its own noise share (distributed, local). RowUpdate or (M, N, k).
-        summed: nothing but the server's sum reads a client's update (no attack view, no secure aggregation), so
-        distributed and local DP's shares are left out here and drawn at once on the sum (`server_noise`), and a
-        RowUpdate is clipped and summed by its rows (`clipped_sum`).
+                          noised: Sequence[int] | None = None):
+        """Each client's clipped update, plus its own noise share (distributed, local) for the clients in `noised`
+        (None: every client). RowUpdate or (M, N, k). The other clients' shares are drawn on the sum (`server_noise`'s
+        `summed_clients`): none is read alone. With `noised` empty (no protection, no attack view), a RowUpdate is
+        clipped and summed by its rows (`clipped_sum`).
         out: where central DP's clipped rows go (the engine passes a buffer it reuses round to round: a fresh
         array of the cohort's rows costs more in page faults than the clipping itself)."""
         from ..fed.updates import RowUpdate
         rows = isinstance(decoded, RowUpdate)  # else a dense (M, N, k) tensor
-        if summed and self.mode != "central":
+        if noised is not None and not len(noised) and self.mode != "central":
             return clipped_sum(decoded, self.clip) if rows else clip_updates(decoded, self.clip)
         std = client_noise_std(self.mode, self.noise_multiplier, self.clip, self.expected_cohort)
         if rows:
             if not std:  # central: clipped by its rows
                 return clip_rows(decoded, self.clip, out)
             # a client noises every value, touched or not (else its rows leak); the dense table is ours to overwrite
-            return add_gaussian_(clip_updates(decoded.dense(), self.clip, overwrite=True), std, gen)
-        clipped = clip_updates(decoded, self.clip)
-        if not std:
-            return clipped
-        if clipped is decoded:  # no clip: the noise goes on a copy, not on the caller's table
-            clipped = clipped.clone(memory_format=torch.contiguous_format)
-        return add_gaussian_(clipped, std, gen)
+            clipped = clip_updates(decoded.dense(), self.clip, overwrite=True)
+        else:
+            clipped = clip_updates(decoded, self.clip)
+            if not std:
+                return clipped
+            if clipped is decoded:  # no clip: the noise goes on a copy, not on the caller's table
+                clipped = clipped.clone(memory_format=torch.contiguous_format)
+        if noised is None:
+            return add_gaussian_(clipped, std, gen)
+        for m in noised:
+            add_gaussian_(clipped[int(m)], std, gen)
+        return clipped
 
     def server_noise(self, shape, gen: torch.Generator, dtype, summed_clients: int = 0) -> torch.Tensor:
-        """The noise the server adds to the sum, in units of the sum: central DP's, or the noise shares of
-        `summed_clients` clients whose updates were privatized with summed=True (zeros otherwise)."""
+        """The noise the server adds to the sum, in units of the sum: central DP's, or the noise shares of the
+        `summed_clients` clients that `privatize_clients` left out of `noised`."""
         if self.mode == "central":
             std = self.noise_multiplier * self.clip if self.noise_multiplier else 0.0
         else:  # the sum of M independent N(0, s^2) shares is N(0, M s^2): one draw has the same distribution

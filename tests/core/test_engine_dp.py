@@ -148,22 +148,23 @@ def test_noise_shares_on_the_sum_on_arrival_give_the_numbers_of_the_table_up_to_
     assert [r["epsilon"] for r in rows["arrival"]] == [r["epsilon"] for r in rows["table"]]
 
 
-def _privatize_calls(monkeypatch) -> list[bool]:
-    """Record `summed` of each call of RoundDP.privatize_clients."""
+def _privatize_calls(monkeypatch) -> list:
+    """Record `noised` of each call of RoundDP.privatize_clients (the clients that drew their own noise share)."""
     calls, original = [], dp.RoundDP.privatize_clients
 
-    def spy(self, decoded, gen, out=None, summed=False):
-        calls.append(summed)
-        return original(self, decoded, gen, out, summed)
+    def spy(self, decoded, gen, out=None, noised=None):
+        calls.append(None if noised is None else [int(m) for m in noised])
+        return original(self, decoded, gen, out, noised)
     monkeypatch.setattr(dp.RoundDP, "privatize_clients", spy)
     return calls
 
 
 @pytest.mark.parametrize("mode", ["local", "distributed"])
 def test_each_client_noises_its_own_update_where_one_is_read(tiny, mode, monkeypatch):
-    """The noise is drawn on the sum only where nothing reads a client's update: an attack view (the curious server)
-    and secure aggregation (its masks go on each noised update) keep each client's dense noised table, noise on
-    every value, the rows the client did not touch too."""
+    """The noise is drawn on the sum only for the clients whose update nothing reads alone: an attack view (the
+    curious server) keeps every client's dense noised table, noise on every value, the rows the client did not
+    touch too; secure aggregation masks the noised updates of its he_real_clients (the others are summed in
+    plaintext, and their shares drawn on the sum)."""
     calls = _privatize_calls(monkeypatch)
     cfg = RunConfig(method="fedmf", dp_mode=mode, dp_noise_multiplier=1.0, dp_clip=0.5, rounds=1, **DP)
     for method, extra in (("fedmf", {}), ("colr", {"rank": 2})):  # FedMF sums on arrival; CoLR's A table is summed
@@ -171,8 +172,11 @@ def test_each_client_noises_its_own_update_where_one_is_read(tiny, mode, monkeyp
     viewed = Simulation(cfg, tiny)
     viewed.keep_view = True
     viewed.step()
-    Simulation(cfg.replace(encryption="secagg"), tiny).step()
-    assert calls == [True, False, False]
+    masked = Simulation(cfg.replace(encryption="secagg", he_real_clients=3), tiny)
+    masked.step()
+    M = len(S.round_clients("poisson", tiny.n_users, cfg.clients_per_round, cfg.seed, 0))
+    real = masked.secure.real_clients(0, M).tolist()
+    assert calls == [[], None, real] and len(real) == 3
     decoded = viewed.view["decoded"]
     assert decoded.shape == (len(viewed.view["plan"].n_pos), tiny.n_items, cfg.dim) and bool((decoded != 0).all())
 
@@ -191,15 +195,18 @@ def test_without_noise_the_sum_shortcut_gives_the_per_client_numbers(tiny, mode,
     assert torch.allclose(summed.P, per_client.P, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("encryption", ["none", "secagg"])
 @pytest.mark.parametrize("mode", ["local", "distributed"])
-def test_the_noise_drawn_on_the_sum_in_a_round_has_the_shares_std(mode):
+def test_the_noise_drawn_on_the_sum_in_a_round_has_the_shares_std(mode, encryption):
     """FedMF's round-0 change of the item table with noise minus without (the same cohort and training): the
     noise on the sum after the fixed denominator, s sqrt(M) / M_expected (s a client's share: sigma C locally,
     sigma C / sqrt(M_expected) distributed), in a two-sided chi-square test at level 0.001 on its 3200 values.
     Power: the variance's relative spread is sqrt(2 / 3200) = 2.5 %, so a std 10 % off (21 % in variance, 8
-    spreads) is rejected with power > 0.99."""
+    spreads) is rejected with power > 0.99. Under secure aggregation two clients noise their own masked tables and
+    the others' shares are one draw on the sum."""
     data = make_tiny(n_users=40, n_items=400, max_items=30)
-    cfg = RunConfig(method="fedmf", dp_mode=mode, dp_noise_multiplier=0.8, dp_clip=0.3, rounds=1, **DP)
+    cfg = RunConfig(method="fedmf", dp_mode=mode, dp_noise_multiplier=0.8, dp_clip=0.3, rounds=1,
+                    encryption=encryption, **DP)
     noisy, clean = Simulation(cfg, data), Simulation(cfg.replace(dp_noise_multiplier=0.0), data)
     assert torch.equal(noisy.Q, clean.Q)
     noisy.step(), clean.step()

@@ -167,13 +167,14 @@ def test_the_noise_is_randn_times_its_std_to_the_bit(shape, dtype):
 
 
 # --- the clients' noise drawn on the sum ----------------------------------------------------------------------
-def _noisy_sum(rd, decoded, gen, summed):
-    """The engine's DP step on a cohort before the fixed denominator: privatized, summed with equal weights, times
-    the cohort, plus the server's noise (`Simulation._uplink`)."""
+def _noisy_sum(rd, decoded, gen, noised=None):
+    """The engine's DP step on a cohort before the fixed denominator: privatized (the clients in `noised` draw their
+    own share, None: all), summed with equal weights, times the cohort, plus the server's noise, which carries the
+    other clients' shares (`Simulation._uplink`)."""
     M = decoded.shape[0]
-    agg = aggregate(rd.privatize_clients(decoded, gen, summed=summed), "weighted",
+    agg = aggregate(rd.privatize_clients(decoded, gen, noised=noised), "weighted",
                     fedavg_weights(torch.ones(M, dtype=torch.int64)), None)
-    return agg * M + rd.server_noise(agg.shape, gen, agg.dtype, M if summed else 0)
+    return agg * M + rd.server_noise(agg.shape, gen, agg.dtype, 0 if noised is None else M - len(noised))
 
 
 def _cohort(M, N, k, seed=0, scale=0.01):
@@ -188,10 +189,11 @@ def _cohort(M, N, k, seed=0, scale=0.01):
 @pytest.mark.parametrize("mode", ["local", "distributed"])
 def test_the_noise_drawn_on_the_sum_has_the_std_of_the_clients_shares(mode):
     """M = 5 clients below the clip, so the sum is known: the noise of the per-client path (each client noises its
-    dense table) and of the shortcut (one draw on the sum) over n = 40000 values, each against s sqrt(M) (s a
-    client's share) in a two-sided chi-square test at level 0.001, and against each other in an F-test at level
-    0.001. Power: the sample variance's relative spread is sqrt(2 / n) = 0.7 %, so a std 2 % off (4 % in variance,
-    5.7 spreads) is rejected with power > 0.99, as the last line checks."""
+    dense table), of the shortcut (one draw on the sum) and of the mix secure aggregation uses (clients 1 and 3
+    noise their own tables, the other three shares are one draw on the sum), over n = 40000 values, each against
+    s sqrt(M) (s a client's share) in a two-sided chi-square test at level 0.001, and the last two against the
+    first in an F-test at level 0.001. Power: the sample variance's relative spread is sqrt(2 / n) = 0.7 %, so a
+    std 2 % off (4 % in variance, 5.7 spreads) is rejected with power > 0.99, as the last line checks."""
     M, N, k, sigma, C = 5, 625, 64, 1.3, 0.7
     rd = dp.RoundDP(mode, sigma, C, 1e-5, 0.5, 6.0, 0.0, 1)
     rows, dense = _cohort(M, N, k)
@@ -199,13 +201,15 @@ def test_the_noise_drawn_on_the_sum_has_the_std_of_the_clients_shares(mode):
     want = dp.client_noise_std(mode, sigma, C, 6.0) * math.sqrt(M)
     n, (lo, hi) = N * k, stats.chi2.ppf([0.0005, 0.9995], N * k - 1)
     noise = {}
-    for summed in (False, True):
-        noise[summed] = (_noisy_sum(rd, rows, torch.Generator().manual_seed(11), summed).double() - known).ravel()
-        assert lo < (n - 1) * noise[summed].var().item() / want**2 < hi
-        assert abs(noise[summed].mean().item()) < 4 * want / math.sqrt(n)
-    f = noise[True].var().item() / noise[False].var().item()
-    assert stats.f.ppf(0.0005, n - 1, n - 1) < f < stats.f.ppf(0.9995, n - 1, n - 1)
-    assert not lo < (n - 1) * noise[True].var().item() / (1.02 * want) ** 2 < hi
+    for noised in (None, (), (1, 3)):
+        g = torch.Generator().manual_seed(11)
+        noise[noised] = (_noisy_sum(rd, rows, g, noised).double() - known).ravel()
+        assert lo < (n - 1) * noise[noised].var().item() / want**2 < hi
+        assert abs(noise[noised].mean().item()) < 4 * want / math.sqrt(n)
+    for noised in ((), (1, 3)):
+        f = noise[noised].var().item() / noise[None].var().item()
+        assert stats.f.ppf(0.0005, n - 1, n - 1) < f < stats.f.ppf(0.9995, n - 1, n - 1)
+    assert not lo < (n - 1) * noise[()].var().item() / (1.02 * want) ** 2 < hi
 
 
 @pytest.mark.parametrize("mode", ["local", "distributed"])
@@ -220,10 +224,11 @@ def test_without_noise_the_sum_shortcut_equals_the_per_client_path(mode):
     g = torch.Generator().manual_seed(0)
     clipped_dense = dp.clip_updates(dense, 1.3).sum(0)
     for cohort in (rows, dense):
-        shortcut = _noisy_sum(rd, cohort, g, summed=True)
-        assert torch.allclose(shortcut, _noisy_sum(rd, cohort, g, summed=False), rtol=1e-5, atol=1e-7)
+        shortcut = _noisy_sum(rd, cohort, g, noised=())
+        assert torch.allclose(shortcut, _noisy_sum(rd, cohort, g), rtol=1e-5, atol=1e-7)
+        assert torch.allclose(shortcut, _noisy_sum(rd, cohort, g, noised=(0, 4)), rtol=1e-5, atol=1e-7)
         assert torch.allclose(shortcut, clipped_dense, rtol=1e-5, atol=1e-7)
-    assert isinstance(rd.privatize_clients(rows, g, summed=True), SummedRows)  # no dense table was made
+    assert isinstance(rd.privatize_clients(rows, g, noised=()), SummedRows)  # no dense table was made
 
 
 def test_the_per_client_path_draws_the_numbers_it_drew_with_whole_tables(monkeypatch):
@@ -243,8 +248,9 @@ def test_the_per_client_path_draws_the_numbers_it_drew_with_whole_tables(monkeyp
 
 
 def test_only_the_runs_drawing_noise_on_the_sum_change_their_store_key(monkeypatch):
-    """Local and distributed DP without encryption draw their noise on the sum: their stored results are keyed
-    apart. Central DP and distributed DP under secure aggregation keep their numbers, and their keys."""
+    """Local and distributed DP draw the noise of the clients no one reads alone on the sum (all of them without
+    protection, all but the real ones under secure aggregation): their stored results are keyed apart. Central DP
+    keeps its numbers, and its key."""
     from labcore import config
     base = dict(method="fedmf", client_schedule="poisson", aggregation="weighted", dp_noise_multiplier=1.0)
     cfgs = {"central": RunConfig(dp_mode="central", **base), "local": RunConfig(dp_mode="local", **base),
@@ -253,4 +259,4 @@ def test_only_the_runs_drawing_noise_on_the_sum_change_their_store_key(monkeypat
     before = {name: c.key() for name, c in cfgs.items()}
     monkeypatch.setattr(config, "DP_ON_SUM_STORE_VERSION", config.DP_ON_SUM_STORE_VERSION + 1)
     changed = {name for name, c in cfgs.items() if c.key() != before[name]}
-    assert changed == {"local", "distributed"}
+    assert changed == {"local", "distributed", "distributed secagg"}
