@@ -39,7 +39,7 @@ from ..data.base import InteractionData
 from ..fed.engine import Simulation, default_cache_dir, read_stored, train_cached, train_rounds
 from ..results import Result
 
-PUBLISH_S = 0.2  # at most this often a running job publishes a partial result (the first round at once)
+PUBLISH_S = 0.5  # at most this often a running job publishes a partial result (the first round at once)
 RELEASE_GRACE_S = 0.75  # a job left without watchers stops after this (a same-config rerun re-attaches first)
 HEARTBEAT_S = 30.0  # a watcher that has not polled for this long is gone (closed tab)
 MAX_RUNNING = int(os.environ.get("LABCORE_APP_MAX_RUNS", "24"))  # runs training or queued

@@ -30,7 +30,7 @@ from ..net.wallclock import recompute, training_config
 from ..results import Result
 from . import budget, jobs, notices
 
-STATUS_S = 0.75  # with a browser: progress and numbers are redrawn this often while runs train ...
+STATUS_S = 0.3  # with a browser: progress and numbers are redrawn this often while runs train ...
 CHART_S = 2.0  # ... and charts this often, when few sessions watch
 # Server-wide budget of live reruns per second: with many sessions watching (a class on one server)
 # each one updates less often, so that redrawing pages never starves the training threads.
@@ -226,8 +226,11 @@ class Keys:
         return f"{self.page}.{name}{self.suffix}"
 
 
-def _attach(cfgs, stopped, sid) -> tuple[list[RunView], list[jobs.Job | None]]:
+def _attach(page, cfgs, stopped, sid) -> tuple[list[RunView], list[jobs.Job | None]]:
     views: list[RunView] = []
+    # each job is noted as followed the moment it is: a script run interrupted by the next change (a slider moved
+    # key by key) must still release it, else it trains on for nobody until its heartbeat expires
+    following = st.session_state.setdefault(f"_lab_following.{page}", {})
     followed: list[jobs.Job | None] = []
     trained = st.session_state.setdefault("_lab_trained", set())  # runs this session watched train
     for cfg in cfgs:
@@ -243,6 +246,7 @@ def _attach(cfgs, stopped, sid) -> tuple[list[RunView], list[jobs.Job | None]]:
                 check_fits(cfg, data)
                 base = training_config(cfg)  # wall-clock knobs are a view (timed), never a reason to train
                 job = hub().follow(base, data, sid, default_cache_dir())
+                following[id(job)] = job
                 trained.add(base.key())
                 views.append(_view(cfg, job))
             except (ConfigError, jobs.Busy) as e:
@@ -268,12 +272,13 @@ def _refresh(cfgs, views, followed, sid) -> bool:
 
 
 def _release_others(page: str, followed: list, sid: str) -> None:
-    """Jobs this page followed in an earlier run but not any more (a setting changed): let them stop."""
+    """Jobs this page followed in an earlier run but not any more (a setting changed): they stop at their next round
+    unless another session watches them (no grace: the run the page now shows gets the cores)."""
     now = {id(j): j for j in followed if j is not None}
     before = st.session_state.get(f"_lab_following.{page}", {})
     for key, job in before.items():
         if key not in now and not job.done:
-            job.release(sid)
+            job.release(sid, now=True)
     st.session_state[f"_lab_following.{page}"] = now
 
 
@@ -296,7 +301,7 @@ def follow(page: str, cfgs: Sequence[RunConfig], status: Draw, charts: Draw, *, 
         _release_others(page, [], sid)
         st.warning(refused, icon=":material/speed:")
         return
-    views, followed = _attach(cfgs, stopped, sid)
+    views, followed = _attach(page, cfgs, stopped, sid)
     _release_others(page, followed, sid)
     live = [j for j in followed if j is not None and not j.done]
     if live and not any(v.rounds_done for v in views):  # give the first round a moment: drawing starts with it
@@ -347,9 +352,9 @@ def _fragments(page, cfgs, views, followed, status, charts, sid) -> None:
     def status_part():
         _refresh(cfgs, views, followed, sid)
         final = all(v.done for v in views)
-        status(views, final, Keys(page))
         if final and periodic:
-            st.rerun()  # once more as a whole page: drops the timers, shows the finished state
+            st.rerun()  # at once, once more as a whole page: drops the timers, shows the finished state
+        status(views, final, Keys(page))
         if periodic and time.monotonic() - registered > 5 * status_s:
             want = live_intervals(hub().sessions())[0]
             if want > 1.5 * status_s or want < status_s / 1.5:
@@ -357,6 +362,8 @@ def _fragments(page, cfgs, views, followed, status, charts, sid) -> None:
 
     def chart_part():
         _refresh(cfgs, views, followed, sid)
+        if periodic and all(v.done for v in views):
+            st.rerun()  # the runs ended since the status last looked: the whole page redraws them, not this part
         charts(views, all(v.done for v in views) and not periodic, Keys(page))
 
     st.fragment(status_part, run_every=status_s)()
@@ -456,7 +463,7 @@ def task_done(page: str, task: jobs.Task, waiting: str) -> bool:
         else:
             st.info(waiting, icon=":material/hourglass_top:")
 
-    st.fragment(status, run_every=STATUS_S)()
+    st.fragment(status, run_every=live_intervals(hub().sessions())[0])()
     return False
 
 

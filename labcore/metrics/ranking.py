@@ -5,6 +5,25 @@ import numpy as np
 import torch
 
 
+BLOCK_USERS = 64  # users scored at a time: their candidates' rows stay in the cache
+
+
+def candidate_scores(pu: torch.Tensor, Q: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
+    """(U, K) scores pu[i] . Q[items[i, j]]: the numbers of `(pu[:, None, :] * Q[items]).sum(-1)`, bit for bit, a
+    block of users at a time in one reused buffer (the whole (U, K, d) gather is 50 MB for 2,000 users and 100
+    candidates, and ten times slower)."""
+    dtype = torch.promote_types(pu.dtype, Q.dtype)
+    pu, Q = pu.to(dtype), Q.to(dtype)  # exact: the product is taken in the wider type either way
+    U, K = items.shape
+    out = torch.empty(U, K, dtype=dtype)
+    buf = torch.empty(min(U, BLOCK_USERS) * K, Q.shape[1], dtype=dtype)
+    for lo in range(0, U, BLOCK_USERS):
+        n = min(BLOCK_USERS, U - lo)
+        rows = torch.index_select(Q, 0, items[lo:lo + n].reshape(-1), out=buf[: n * K]).view(n, K, -1)
+        torch.sum(rows.mul_(pu[lo:lo + n, None, :]), -1, out=out[lo:lo + n])
+    return out
+
+
 def hit_ratio_ndcg(P: torch.Tensor, Q: torch.Tensor, test_items: np.ndarray, negatives: np.ndarray,
                    k: int = 10) -> tuple[float, float]:
     """Mean HR@k and NDCG@k over users that have a test item.
@@ -30,7 +49,7 @@ def hit_ratio_ndcg(P: torch.Tensor, Q: torch.Tensor, test_items: np.ndarray, neg
         s_neg = (pu[:, None, :] * Q[u[:, None], neg.clamp(min=0)]).sum(-1)
     else:
         s_pos = (pu * Q[pos]).sum(-1)
-        s_neg = (pu[:, None, :] * Q[neg.clamp(min=0)]).sum(-1)
+        s_neg = candidate_scores(pu, Q, neg.clamp(min=0))
     rank = ((s_neg > s_pos[:, None]) & valid_neg).sum(1)
     hit = rank < k
     ndcg = torch.where(hit, 1.0 / torch.log2(rank.to(torch.float64) + 2.0), torch.zeros((), dtype=torch.float64))

@@ -16,7 +16,7 @@ from labcore.methods.quantize import dequantize, pack_codes, quantize, quantize_
 from oracles.quantize_reference import dequantize_torch, pack_codes_planes, quantize_torch
 from labcore.methods.topk_kernels import _kth_largest_key, topk_onto_rows
 from labcore.metrics.effective_rank import components_for, effective_rank_stats, explained_variance_ratios
-from labcore.metrics.ranking import hit_ratio_ndcg
+from labcore.metrics.ranking import BLOCK_USERS, candidate_scores, hit_ratio_ndcg
 
 
 def test_fedavg_weights_are_sample_shares():
@@ -382,6 +382,18 @@ def test_hit_ratio_and_ndcg_on_a_hand_ranked_case():
     assert ndcg == pytest.approx((0 + 1.0) / 2)
     hr3, ndcg3 = hit_ratio_ndcg(P, Q, test, negs, k=3)
     assert hr3 == 1.0 and ndcg3 == pytest.approx((1 / math.log2(4) + 1) / 2)
+
+
+@pytest.mark.parametrize("dtypes", [(torch.float32, torch.float32), (torch.float64, torch.float64),
+                                    (torch.float64, torch.float32)])
+@pytest.mark.parametrize("U,K,d", [(1, 1, 1), (3, 5, 7), (BLOCK_USERS + 1, 99, 64), (2 * BLOCK_USERS + 17, 100, 33),
+                                   (150, 20, 128)])
+def test_candidate_scores_block_by_block_are_the_whole_gathers_bits(U, K, d, dtypes):
+    g = torch.Generator().manual_seed(U + K + d)
+    pu = torch.randn(U, d, generator=g, dtype=dtypes[0])
+    Q = torch.randn(50, d, generator=g, dtype=dtypes[1])
+    items = torch.randint(0, 50, (U, K), generator=g)
+    assert torch.equal(candidate_scores(pu, Q, items), (pu[:, None, :] * Q[items]).sum(-1))
 
 
 def test_topk_values_off_the_rows_beyond_the_first_buffer_are_all_kept():

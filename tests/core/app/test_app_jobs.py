@@ -142,3 +142,23 @@ def test_a_job_waiting_for_the_lock_stops_when_nobody_watches(tmp_path):
         _wait(job, timeout=60)
     assert job.stopped and job.error is None and job.snapshot is None
     assert not (folder / "result.json").exists()
+
+
+def test_a_page_whose_settings_changed_stops_its_old_run_at_once(tmp_path, monkeypatch):
+    """A slider moved key by key starts a run at each step: the runs the page no longer shows stop at their next
+    round (no grace), unless another session still watches them."""
+    monkeypatch.setattr(runs.st, "session_state", {})
+    hub = jobs.JobHub()
+    slow = CFG.replace(rounds=20_000, clients_per_round=40, dim=32)
+    old = hub.follow(slow, _data(), "s", tmp_path)
+    shared = hub.follow(slow.replace(seed=1), _data(), "s", tmp_path)
+    hub.follow(slow.replace(seed=1), _data(), "t", tmp_path)  # another session watches this one
+    runs.st.session_state["_lab_following.explorer"] = {id(old): old, id(shared): shared}
+    new = hub.follow(CFG, _data(), "s", tmp_path)
+    runs._release_others("explorer", [new], "s")
+    assert old.should_stop() and not shared.should_stop()
+    assert runs.st.session_state["_lab_following.explorer"] == {id(new): new}
+    shared.release("t", now=True)
+    for job in (old, shared, new):
+        _wait(job)
+    assert old.stopped and old.round < slow.rounds
