@@ -1,6 +1,6 @@
 """Responsiveness of the lab's default views, as a student sees it in the browser.
 
-    python benchmarks/app_responsiveness.py           # needs /usr/bin/chromium (DEVELOPERS.md)
+    python benchmarks/app_responsiveness.py [--repeat 3]    # needs /usr/bin/chromium (DEVELOPERS.md)
 
 A real `streamlit run app.py` on 127.0.0.1 with an empty result cache, Chromium at 1280x720. Each page is opened
 on its default link and left to settle; then one control is changed as a student would (a slider one key
@@ -141,13 +141,28 @@ def measure() -> list[tuple[str, float, float]]:
 
 
 def main(argv=None) -> None:
-    argparse.ArgumentParser(description=__doc__.split("\n")[0]).parse_args(argv)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="passes, each on a new server with an empty cache; each change's median over them is used")
+    a = ap.parse_args(argv)
     from benchmarks.app_load import CHROMIUM
 
     if not Path(CHROMIUM).exists():
         sys.exit(f"no {CHROMIUM}: install Debian's chromium (DEVELOPERS.md)")
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} (1 min) at start")
-    rows = measure()
+    passes = []
+    for k in range(a.repeat):
+        if a.repeat > 1:
+            print(f"pass {k + 1} of {a.repeat}")
+        passes.append(measure())
+    rows = passes[0]
+    if a.repeat > 1:  # each change's median over the passes
+        rows = [(name, statistics.median([p[i][1] for p in passes if p[i][1] is not None] or [None]),
+                 statistics.median([p[i][2] for p in passes])) for i, (name, _, _) in enumerate(rows)]
+        print(f"each change's median over {a.repeat} passes:")
+        for name, first, last in rows:
+            print(f"   {name:58s} first visible change {'none' if first is None else f'{first:5.2f} s'}, "
+                  f"full redraw {last:5.2f} s")
     firsts = [f for _, f, _ in rows if f is not None]
     redraws = [r for _, _, r in rows]
     late = [n for n, f, _ in rows if f is None or f > 1]
