@@ -152,9 +152,9 @@ def _validate(c: FairConfig) -> None:
 
 
 def fedhm_limit(c: FairConfig) -> int:
-    """The first compression ratio FedHM cannot serve (embedding tables: d; the digits MLP: see baselines)."""
+    """The first compression ratio FedHM cannot serve (embedding tables: d; the digits MLP: see fedhm)."""
     if c.task == "mlp":
-        from .baselines import mlp_fedhm_limit
+        from .fedhm import mlp_fedhm_limit  # (torch: only for the MLP's check)
 
         return mlp_fedhm_limit(c.hidden)
     return c.dim

@@ -49,9 +49,9 @@ from ..fed.sampling import SETUP, STREAM_CLIENTS, STREAM_NEGATIVES, STREAM_SHUFF
 from ..net.ledger import Ledger
 from ..net.message import array_part, seed_part, serialize_part
 from . import metrics
-from .baselines import device_memory, device_ratios, eligible_users, fedhm_rank, lowrank_factors, mlp_fedhm_ranks, \
-    training_ratio
+from .baselines import device_memory, device_ratios, eligible_users, training_ratio
 from .config import FairConfig, from_dict
+from .fedhm import fedhm_rank, lowrank_factors, mlp_fedhm_ranks
 from .data import load
 from .hashing import SubspaceFamily, column_hash, sign_hash
 from ..diverged import check_finite

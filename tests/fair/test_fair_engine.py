@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from labcore.config import ConfigError
-from labcore.fair import FairSimulation, baselines, paper_mlp, paper_ranking, paper_rating, run
+from labcore.fair import FairSimulation, baselines, fedhm, paper_mlp, paper_ranking, paper_rating, run
 from labcore.fair.data import make_synthetic_ranking, make_synthetic_ratings
 from labcore.fair.engine import training_ratio
 from labcore.fair.metrics import ndcg_at_k
@@ -201,7 +201,7 @@ def test_full_trn_trains_only_full_devices(data):
 
 
 def test_fedhm_is_na_beyond_a_compression_of_d():
-    assert baselines.fedhm_rank(8, 4) == 2
+    assert fedhm.fedhm_rank(8, 4) == 2
     paper_ranking("synthetic", method="fedhm", capacities="1x-4x")
     with pytest.raises(ConfigError, match="capacities=.*FedHM cannot compress 8x"):
         paper_ranking("synthetic", method="fedhm", capacities="1x-8x")
@@ -210,9 +210,9 @@ def test_fedhm_is_na_beyond_a_compression_of_d():
     with pytest.raises(ConfigError, match="FedHM"):
         paper_mlp(method="fedhm", capacities="2x-4x-8x-16x-32x-64x")
     W = torch.randn(50, 8)
-    U, V = baselines.lowrank_factors(W, 8)
+    U, V = fedhm.lowrank_factors(W, 8)
     assert torch.allclose(U @ V, W, atol=1e-5)
-    U, V = baselines.lowrank_factors(W, 3)
+    U, V = fedhm.lowrank_factors(W, 3)
     u, s, vh = torch.linalg.svd(W, full_matrices=False)
     assert torch.allclose(U @ V, (u[:, :3] * s[:3]) @ vh[:3], atol=1e-4)
 
