@@ -308,13 +308,16 @@ def _choose(pg, box, current: str, choose) -> str:
         texts = [t.strip() for t in options.all_inner_texts()]
         choice = choose(texts, current)
         if choice in texts:
-            options.nth(texts.index(choice)).click()
-            return choice
-        # the options on the page were not this box's (seen once in CI: a rerun redrew the page as the list opened,
-        # two browsers on two cores): close whatever list is open and open this box's again
+            try:
+                options.nth(texts.index(choice)).click(timeout=10_000)
+                return choice
+            except Exception:  # the list was redrawn under the click ("not stable", detached): open it again
+                pass
+        # or the options on the page were not this box's (seen once in CI: a rerun redrew the page as the list
+        # opened, two browsers on two cores): close whatever list is open and open this box's again
         pg.keyboard.press("Escape")
         _idle(pg)
-    raise AssertionError(f"{choice!r} is not among the options {texts} shown for this select box")
+    raise AssertionError(f"could not pick {choice!r} in this select box (options shown: {texts})")
 
 
 def _pick(pg, i: int, k: int) -> str:
