@@ -128,6 +128,7 @@ class RunConfig(TypedConfig):
     ckks_coeff_bits: tuple = ()  # coefficient modulus primes (bits); () = (60, ckks_scale_bits, 60)
     paillier_key_bits: int = 2048
     he_real_clients: int = 2  # clients per round encrypted for real; the others' costs are scaled from them
+    he_real_every: int = 1  # CKKS: rounds encrypted for real (round 0, then every k-th); the others scaled from them
     he_real_values: int = 4  # Paillier: values per real client encrypted for real (cost is linear in k)
     # secagg with dropout: more than this share of the sampled clients must upload (t = floor(share M) + 1, at
     # most M) or the server refuses to unmask; 0.5 = a strict majority (Bonawitz et al.'s honest-majority setting)
@@ -243,7 +244,7 @@ _PERSONAL_FIELDS = (("ditto_lambda", "ditto"), ("apfl_alpha", "apfl"), ("pfedme_
 _UNUSED_SERVER_FIELDS = {"fedavg": ("server_momentum", "server_beta1", "server_beta2", "server_tau"),
                          "fedavgm": ("server_beta1", "server_beta2", "server_tau"), "fedadam": ("server_momentum",),
                          "fedyogi": ("server_momentum",)}
-_CKKS_FIELDS = ("ckks_degree", "ckks_scale_bits", "ckks_coeff_bits")
+_CKKS_FIELDS = ("ckks_degree", "ckks_scale_bits", "ckks_coeff_bits", "he_real_every")
 _PAILLIER_FIELDS = ("paillier_key_bits", "he_real_values")
 
 
@@ -274,7 +275,8 @@ _RANGES = {
     "quant_bucket": (1, 1 << 24), "rounds": (1, 10**7), "clients_per_round": (1, 10**7), "local_epochs": (1, 1000),
     "batch_size": (1, 1 << 20), "num_negatives": (0, 1000), "eval_every": (1, 10**7), "rank_every": (0, 10**7),
     "top_k": (1, 100), "data_seed": (0, 2**63 - 1), "seed": (0, 2**63 - 1), "checkpoint_every": (1, 10**7),
-    "paillier_key_bits": (1024, 8192), "he_real_clients": (1, 10**7), "he_real_values": (1, 10**7),
+    "paillier_key_bits": (1024, 8192), "he_real_clients": (1, 10**7), "he_real_every": (1, 10**6),
+    "he_real_values": (1, 10**7),
     "data_skew": (0.0, 2.0),  # beyond ~2 the per-size cap and the 20-interaction floor lower the Gini again
     "server_momentum": (0.0, 0.999999), "server_beta1": (0.0, 0.999999), "server_beta2": (0.0, 0.999999),
     "stragglers": (0.0, 1.0), "dropout": (0.0, 0.99), "attacker_share": (0.0, 0.5), "trim_frac": (0.0, 0.49),

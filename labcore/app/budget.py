@@ -88,7 +88,7 @@ class Cost:
     samples: float  # per client and epoch (mean interactions x (1 + negatives))
     epochs: int
     memory: int  # bytes: the engine's estimate of one round's peak
-    encrypted_per_round: int = 0  # real ciphertexts or Paillier values of a round (0: no encryption)
+    encrypted_per_round: float = 0  # real ciphertexts or Paillier values of a round, on average (0: none)
 
     @property
     def work(self) -> float:
@@ -96,7 +96,7 @@ class Cost:
 
     @property
     def encryptions(self) -> int:
-        return self.rounds * self.encrypted_per_round
+        return math.ceil(self.rounds * self.encrypted_per_round)
 
     def formula(self) -> str:
         return (f"{self.rounds:,} rounds x {self.clients:,} clients x {self.samples:,.0f} samples per client x "
@@ -114,15 +114,16 @@ def cost(cfg: RunConfig, data: InteractionData, rounds: int | None = None, label
                 encrypted_per_round(cfg, data.n_items, clients))
 
 
-def encrypted_per_round(cfg: RunConfig, n_items: int, clients: int) -> int:
-    """Ciphertexts (CKKS) or values (Paillier) encrypted for real in one round of `cfg`."""
+def encrypted_per_round(cfg: RunConfig, n_items: int, clients: int) -> float:
+    """Ciphertexts (CKKS) or values (Paillier) encrypted for real in one round of `cfg` (CKKS: on average over the
+    rounds, one in every `he_real_every` encrypting)."""
     if cfg.encryption not in ("ckks", "paillier"):
         return 0
     real = min(cfg.he_real_clients, clients)
     if cfg.encryption == "paillier":
         return real * cfg.he_real_values
     values = (cfg.rank if cfg.method in ("colr", "scolr") else cfg.dim) * n_items
-    return real * math.ceil(values / (cfg.ckks_degree // 2))
+    return real * math.ceil(values / (cfg.ckks_degree // 2)) / cfg.he_real_every
 
 
 def _amount(x: float) -> str:

@@ -176,6 +176,7 @@ class SecureMod:
         self.cfg, self.n_items, self.scheme = cfg, n_items, cfg.encryption
         self.keep_view = False
         self.agg_name = AGGREGATE_PARTS[cfg.method][0]
+        self._ckks_rates: dict | None = None  # the last CKKS round encrypted for real: its per-ciphertext figures
         if self.scheme == "ckks":
             from ..privacy.ckks import CkksParams, make_context
 
@@ -226,7 +227,8 @@ class SecureMod:
                 w = np.full(M, 1.0 / M)
             segs = self._segments(decoded, touched, setup)
             if self.scheme == "ckks":
-                rnd = self._ckks(t, up_sent, segs, w, real, decoded.shape[2], ledger)
+                scaled = self._ckks_rates is not None and t % self.cfg.he_real_every
+                rnd = self._ckks(t, up_sent, segs, w, real[:0] if scaled else real, decoded.shape[2], ledger)
             elif n_dropped:
                 rnd = self._secagg_dropout(t, segs, w, n_dropped, decoded.shape[2], ledger)
             else:
@@ -264,10 +266,15 @@ class SecureMod:
 
     # --- CKKS ---------------------------------------------------------------
     def _ckks(self, t, up_sent, segs, w, real, k, ledger) -> SecureRound:
+        """A CKKS round: the `real` clients encrypt for real, the server sums their ciphertexts and they decrypt the
+        sum; the other clients' bytes and times are scaled from the real ones' per-ciphertext figures. With `real`
+        empty (a round between two of every `he_real_every`), every client's are scaled from the last real round's
+        figures and the sum is taken in plaintext."""
         from ..privacy.ckks import aggregate as ckks_aggregate
         from ..privacy.ckks import decrypt_aggregate, encrypt_update
 
         M, p = len(segs), self.params
+        rates = {} if len(real) else self._ckks_rates  # per ciphertext: bytes, encryption, server term, decryption
         peak = float(np.max([np.max(np.abs(v)) for s in segs for v in s.values()]))  # NaN propagates
         if not np.isfinite(peak):
             raise ValueError(f"round {t}: the updates contain NaN or inf (training diverged); CKKS cannot encrypt them")
@@ -283,9 +290,11 @@ class SecureMod:
             t0 = time.perf_counter()
             cts[m] = {name: encrypt_update(self.ctx, v) for name, v in segs[m].items()}
             enc_s[m] = time.perf_counter() - t0
-        ct_bytes = [len(c) for m in real for cl in cts[m].values() for c in cl]
-        per_ct_bytes = float(np.mean(ct_bytes))
-        per_ct_enc = enc_s[real].sum() / n_ct[real].sum()
+        if len(real):
+            ct_bytes = [len(c) for m in real for cl in cts[m].values() for c in cl]
+            rates["ct_bytes"] = float(np.mean(ct_bytes))
+            rates["enc_s"] = enc_s[real].sum() / n_ct[real].sum()
+        per_ct_bytes, per_ct_enc = rates["ct_bytes"], rates["enc_s"]
         # server: weighted sum per segment over the real clients that sent it (public context only)
         names = sorted({n for s in segs for n in s})
         real_names = [n for n in names if any(n in cts[m] for m in real)]
@@ -300,7 +309,7 @@ class SecureMod:
         dec = {n: decrypt_aggregate(self.ctx, agg_cts[n], next(s[n].size for s in segs if n in s)) for n in real_names}
         t_dec = time.perf_counter() - t0
         ref = self._plain_sums(segs, w, real)
-        check = max(_rel_err(dec[n], ref[n]) for n in real_names)
+        check = max((_rel_err(dec[n], ref[n]) for n in real_names), default=float("nan"))
         rest = self._plain_sums(segs, w, [m for m in range(M) if m not in set(real.tolist())])
         sums = {n: dec.get(n, 0.0) + rest.get(n, 0.0) for n in names}
         extrap = len(real) < M
@@ -325,8 +334,9 @@ class SecureMod:
         for n, sizes in up_parts.items():
             up_bytes += _record(ledger, t, "up", n, "ciphertext", sizes)
         # downlink: the aggregate ciphertexts (segments no real client sent: scaled like the uplink)
-        agg_ct_bytes = [len(c) for cl in agg_cts.values() for c in cl]
-        per_agg_bytes = float(np.mean(agg_ct_bytes))
+        if agg_cts:
+            rates["agg_bytes"] = float(np.mean([len(c) for cl in agg_cts.values() for c in cl]))
+        per_agg_bytes = rates["agg_bytes"]
         down = []
         for n in up_parts:
             mine = part_members(n, names)
@@ -337,10 +347,13 @@ class SecureMod:
         # times
         terms_real = sum(len(agg_cts[n]) * sum(1 for m in real if n in cts[m]) for n in real_names)
         terms_all = int(n_ct.sum())
-        server_s = t_srv if not extrap else t_srv / terms_real * terms_all
         n_agg_real = sum(len(v) for v in agg_cts.values())
         n_agg_all = sum(p.n_ciphertexts(next(s[x].size for s in segs if x in s)) for x in names)
-        dec_s = t_dec * n_agg_all / n_agg_real
+        if len(real):
+            rates.update(term_s=t_srv / terms_real, dec_s=t_dec / n_agg_real)
+        server_s = t_srv if not extrap else rates["term_s"] * terms_all
+        dec_s = rates["dec_s"] * n_agg_all
+        self._ckks_rates = rates
         client_enc = np.where(np.isin(np.arange(M), real), enc_s, n_ct * per_ct_enc)
         view = None
         if self.keep_view:

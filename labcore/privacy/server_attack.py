@@ -49,10 +49,13 @@ def _mean(rows: list[dict]) -> dict:
 
 def played_config(cfg, rounds: int, real_clients: int | None = None):
     """The configuration the attack runs for `cfg`: `rounds` rounds, no evaluation, under encryption
-    `real_clients` clients a round protected for real (all of them if None)."""
+    `real_clients` clients a round protected for real (all of them if None), in every round (the server reads what
+    each round really sent)."""
     changes = {"rounds": rounds, "eval_every": 10**6, "rank_every": 0}
     if cfg.encryption != "none":
         changes["he_real_clients"] = real_clients or cfg.clients_per_round
+    if cfg.encryption == "ckks":
+        changes["he_real_every"] = 1
     return cfg.replace(**changes)
 
 

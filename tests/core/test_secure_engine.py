@@ -50,6 +50,7 @@ def _one_round(cfg, data):
     (dict(ckks_coeff_bits=(60, 60)), r"ckks_coeff_bits=\(60, 60\) needs at least 3 primes"),
     (dict(ckks_coeff_bits=[60, "x", 60]), r"ckks_coeff_bits=.*tuple (of prime sizes|\(a JSON list\) of numbers)"),
     (dict(paillier_key_bits=1000), r"paillier_key_bits=1000 .*1024..8192"),
+    (dict(encryption="ckks", he_real_every=0), r"he_real_every=0 .*1..1000000"),
     (dict(paillier_key_bits=1100), r"paillier_key_bits=1100 .*multiple of 256"),
 ])
 def test_invalid_encryption_settings_name_the_field(bad, message):
@@ -66,6 +67,9 @@ def test_encryption_settings_round_trip_and_only_change_the_key_when_used():
     plain = RunConfig()
     assert plain.replace(ckks_degree=32768, he_real_clients=5).key() == plain.key()  # unused without encryption
     assert c.replace(he_real_clients=5).key() != c.key() and c.replace(paillier_key_bits=1024).key() == c.key()
+    assert c.replace(he_real_every=4).key() != c.key() and plain.replace(he_real_every=4).key() == plain.key()
+    secagg = RunConfig(encryption="secagg")
+    assert secagg.replace(he_real_every=4).key() == secagg.key()  # secure aggregation masks every round for real
 
 
 # --- CKKS --------------------------------------------------------------------------------------------------
@@ -81,6 +85,25 @@ def test_ckks_aggregate_equals_plaintext_within_1e6(tiny, method, aggregation):
     ups = sim.ledger.frame().query("direction == 'up'")
     assert set(ups["kind"]) <= {"ciphertext", "indices"}  # no float part travels in clear
     assert (ups.query("part == 'item_mask'")["kind"] == "ciphertext").all()
+
+
+def test_ckks_rounds_between_real_ones_are_scaled_from_the_last_real_round(tiny):
+    """he_real_every = 3: rounds 0, 3, 6 encrypt for real (their check error measured), the others sum in plaintext
+    and repeat the last real round's per-ciphertext bytes and times; the model stays the every-round run's within
+    CKKS's error, and the bytes within the spread of real ciphertexts' sizes."""
+    cfg = RunConfig(method="colr", encryption="ckks", **{**FAST, "rounds": 7})
+    every, sampled = (run(cfg.replace(he_real_every=k), data=tiny, use_cache=False, progress=False)
+                      for k in (1, 3))
+    t, ref = sampled.table, every.table
+    real = t["round"] % 3 == 0
+    assert t.loc[real, "he_check_err"].lt(1e-6).all() and t.loc[~real, "he_check_err"].isna().all()
+    assert ref["he_check_err"].lt(1e-6).all() and t["he_extrapolated"].all()
+    for col in ("he_client_s", "he_server_s"):
+        v = t[col].to_numpy()
+        assert all(v[r] == v[r - r % 3] for r in range(7)) and len(set(v[real])) == 3
+    assert np.allclose(t["bytes_up"], ref["bytes_up"], rtol=1e-3) and (t["bytes_down"] == ref["bytes_down"]).all()
+    for name in ("hr", "ndcg"):
+        assert t[name].dropna().tolist() == pytest.approx(ref[name].dropna().tolist(), abs=1e-6)
 
 
 def test_ckks_ledger_measures_ciphertexts_and_scales_the_others(tiny):

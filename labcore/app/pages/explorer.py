@@ -148,7 +148,10 @@ def render() -> None:
                         f"server {t['he_server_s'].dropna().mean():.3f} s; real-vs-plain check error "
                         f"{t['he_check_err'].dropna().max():.2e}"
                         + (" (costs of the clients not encrypted for real are scaled from the real ones)"
-                           if t["he_extrapolated"].fillna(False).astype(bool).any() else ""))
+                           if t["he_extrapolated"].fillna(False).astype(bool).any() else "")
+                        + (f"; every {cfg.he_real_every}th round is encrypted for real, the rounds between sum in "
+                           "plaintext with their bytes and times scaled from the last real round"
+                           if cfg.encryption == "ckks" and cfg.he_real_every > 1 else ""))
             st.caption(txt)
 
     runs.follow("explorer", [cfg], status, charts, stopped=stopped)

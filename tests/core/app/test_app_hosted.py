@@ -218,7 +218,8 @@ def test_the_budget_is_the_servers_setting(monkeypatch):
     monkeypatch.delenv(budget.MEMORY_ENV)
     ckks = budget.cost(EXPLORER.base.replace(synthetic_size="tiny", method="fedmf", encryption="ckks"),
                        _dataset("synthetic", "tiny"))
-    assert ckks.encryptions == ckks.rounds * 2 * -(-ckks_values(ckks) // 4096)  # 2 real clients, 4096 slots
+    # 2 real clients, 4096 slots, one round in every he_real_every
+    assert ckks.encryptions == ckks.rounds * 2 * -(-ckks_values(ckks) // 4096) // EXPLORER.base.he_real_every
     monkeypatch.setenv(budget.ENCRYPTIONS_ENV, str(ckks.encryptions / 4))
     assert "4.0 times the budget" in budget.over([ckks]) and budget.over([c]) is None
     for bad in ("-1", "lots", "nan", "0"):

@@ -54,7 +54,7 @@ def test_the_seed_and_options_are_part_of_the_link():
     assert q == {"method": "fedmf", "up_bits": "4", "seed": "7", "_y": "ndcg", "_hide": "encryption,bits"}
     p = parse(q, EXPLORER)
     assert p.cfg == cfg and p.options["y"] == "ndcg"
-    assert p.hide == {"encryption", "secagg_threshold", "up_bits", "down_bits"}  # a group hides each of its controls
+    assert p.hide == {"encryption", "he_real_every", "secagg_threshold", "up_bits", "down_bits"}  # each of a group's
     assert link(cfg, y="ndcg") == "explorer?method=fedmf&up_bits=4&seed=7&_y=ndcg"
 
 
@@ -95,7 +95,7 @@ def test_stale_and_unknown_parameters_are_reported_not_fatal():
     text = " ".join(p.warnings)
     assert "colr_rank" in text and "_zoom" in text and "nonsense" in text
     assert "embed" not in text and "_card" not in text
-    assert p.hide == {"encryption", "secagg_threshold"}
+    assert p.hide == {"encryption", "he_real_every", "secagg_threshold"}
 
 
 def test_page_options_are_validated():
