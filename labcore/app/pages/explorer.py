@@ -149,8 +149,8 @@ def render() -> None:
                         f"{t['he_check_err'].dropna().max():.2e}"
                         + (" (costs of the clients not encrypted for real are scaled from the real ones)"
                            if t["he_extrapolated"].fillna(False).astype(bool).any() else "")
-                        + (f"; every {cfg.he_real_every}th round is encrypted for real, the rounds between sum in "
-                           "plaintext with their bytes and times scaled from the last real round"
+                        + (f"; one round in every {cfg.he_real_every} is encrypted for real, the rounds between "
+                           "sum in plaintext with their bytes and times scaled from the last real round"
                            if cfg.encryption == "ckks" and cfg.he_real_every > 1 else ""))
             st.caption(txt)
 
