@@ -52,29 +52,29 @@ def fail(name: str, value, allowed: str) -> typing.NoReturn:
     raise ConfigError(f"{name}={shown} is invalid: {allowed}")
 
 
-def check_types(cfg, types: dict) -> None:
-    """Every field has its declared type; every number, also inside a tuple, is finite (inf and nan pass
-    "> 0" checks and then train to NaN)."""
-    for f in fields(cfg):
-        v, t = getattr(cfg, f.name), types[f.name]
+def check_types(cfg, types: dict, names: tuple[str, ...] | None = None) -> None:
+    """Every field (or those `names`) has its declared type; every number, also inside a tuple, is finite (inf
+    and nan pass "> 0" checks and then train to NaN)."""
+    for name in names if names is not None else [f.name for f in fields(cfg)]:
+        v, t = getattr(cfg, name), types[name]
         if t is bool:
             if not isinstance(v, bool):
-                fail(f.name, v, "expected true or false")
+                fail(name, v, "expected true or false")
         elif t is int:
             if isinstance(v, bool) or not isinstance(v, int):
-                fail(f.name, v, "expected an integer")
+                fail(name, v, "expected an integer")
         elif t is float:
             if isinstance(v, bool) or not isinstance(v, (int, float)):
-                fail(f.name, v, "expected a number")
+                fail(name, v, "expected a number")
             if not math.isfinite(v):
-                fail(f.name, v, "expected a finite number")
+                fail(name, v, "expected a finite number")
         elif t is str:
             if not isinstance(v, str):
-                fail(f.name, v, "expected a string")
+                fail(name, v, "expected a string")
             if len(v) > MAX_TEXT:
-                fail(f.name, v, f"at most {MAX_TEXT} characters")
+                fail(name, v, f"at most {MAX_TEXT} characters")
         elif t is tuple:
-            check_nested_numbers(f.name, v)
+            check_nested_numbers(name, v)
 
 
 def check_nested_numbers(name: str, value, depth: int = 0) -> None:

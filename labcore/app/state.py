@@ -383,7 +383,7 @@ def _encryption_controls() -> tuple[Control, ...]:
 
 
 def _encryption_derived(values: Mapping[str, Any]) -> dict[str, Any]:
-    """Paillier (Top-K) needs weighted aggregation and an uncompressed downlink (`config._validate_encryption`);
+    """Paillier (Top-K) needs weighted aggregation and an uncompressed downlink (`config.privacy`);
     the other protections keep the page's base values. The page has no control for either field."""
     if values.get("encryption") == "paillier":
         return {"aggregation": "weighted", "compress_down": False}

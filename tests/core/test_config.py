@@ -111,3 +111,33 @@ def test_client_schedule_is_checked_and_changes_the_key_only_when_not_the_defaul
     assert RunConfig(client_schedule="uniform").key() == base.key()  # stored results keep their keys
     rot = from_query({"client_schedule": "rotating"})
     assert rot.client_schedule == "rotating" and rot.key() != base.key()
+
+
+def test_every_field_belongs_to_exactly_one_group_in_the_groups_order():
+    from labcore.config import FIELD_NAMES, GROUPS
+
+    in_groups = [name for g in GROUPS.values() for name in g.names()]
+    assert tuple(in_groups) == FIELD_NAMES  # each once, and the flat order is the groups' order
+    assert all(0 < len(g.names()) <= 16 for g in GROUPS.values())
+
+
+def test_a_group_is_the_configs_fields_of_that_group():
+    from labcore.config import PrivacyConfig
+
+    c = RunConfig(method="fedmf", encryption="secagg", dropout=0.1)
+    p = c.group("privacy")
+    assert isinstance(p, PrivacyConfig) and p.encryption == "secagg" and not hasattr(p, "method")
+    assert c.group("heterogeneity").dropout == 0.1
+    with pytest.raises(ConfigError, match=r"group='dp' is invalid: allowed values are data, method, training"):
+        c.group("dp")
+
+
+def test_each_group_names_its_own_fields_that_cannot_change_a_run():
+    from labcore.config import GROUPS
+
+    c = RunConfig()
+    unused = {name: set(g.unused(c)) for name, g in GROUPS.items()}
+    for name, fields_ in unused.items():
+        assert fields_ <= set(GROUPS[name].names()), name
+    assert "secagg_threshold" in unused["privacy"] and "straggler_policy" in unused["heterogeneity"]
+    assert "checkpoint_every" in unused["training"] and "server_momentum" in unused["algorithm"]
