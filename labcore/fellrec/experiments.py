@@ -230,6 +230,31 @@ def heating(cfg: FellrecConfig) -> pd.DataFrame:
     return r.rounds[["round", "client", "loss", "w"]].assign(round=lambda d: d["round"] + 1)
 
 
+def aggregation_trace(size: str = "full", backbone: str = "minilm", seed: int = 0) -> pd.DataFrame:
+    """Why FELLRec's aggregation differs from FedAvg's, round by round (Table 1's FELLRec run, retrained; the
+    stored run is not reused because it keeps no states): each client's own share of the model it gets back and
+    its mean cosine similarity (eq. 3) to the others, with its loss and w_c (eq. 4)."""
+    from .federated import _train
+
+    cfg = base(size, backbone, method="fellrec", seed=seed)
+    trace: list[dict] = []
+    res = _train(cfg, False, trace)
+    out = pd.DataFrame(trace).merge(res.rounds[["round", "client", "loss", "w"]], on=["round", "client"])
+    return out.assign(round=out["round"] + 1)
+
+
+def client_changes(size: str = "full", backbone: str = "minilm") -> pd.DataFrame:
+    """Per client of Table 1's runs: FELLRec's test R@10 minus FedAvg's in each seed, and the client's samples."""
+    cfgs = [c for c in table1_configs(size, backbone) if c.method in ("fedavg", "fellrec")]
+    runs = {(c.method, c.seed): r.clients for c, r in zip(cfgs, run_all(cfgs))}
+    rows = []
+    for seed in SEEDS[size]:
+        fa, fe = runs[("fedavg", seed)], runs[("fellrec", seed)]
+        rows += [{"client": c + 1, "samples": int(fa["samples"][c]), "seed": seed, "fedavg": fa["R@10"][c],
+                  "fellrec": fe["R@10"][c], "change": fe["R@10"][c] - fa["R@10"][c]} for c in range(len(fa))]
+    return pd.DataFrame(rows)
+
+
 def zero_shot(size) -> pd.DataFrame:
     """Popularity and the untuned MiniLM (fresh adapters change nothing) on the clients' users' test items."""
     from ..runtime import use_threads

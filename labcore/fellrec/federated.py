@@ -20,7 +20,7 @@ import torch
 from ..diverged import check_finite
 from ..runtime import default_cache_dir, use_threads
 from ..net.message import array_part, serialize_part
-from .aggregate import fedavg, fellrec_aggregate
+from .aggregate import cosine_similarity_matrix, fedavg, fellrec_aggregate, flatten
 from .clients import assign_clients
 from .config import FellrecConfig
 from .data import SeqData, eval_inputs, load, windows
@@ -175,7 +175,8 @@ def run(cfg: FellrecConfig, progress: bool = False, use_cache: bool = True) -> F
     return res
 
 
-def _train(cfg: FellrecConfig, progress: bool) -> FedResult:
+def _train(cfg: FellrecConfig, progress: bool, trace: list | None = None) -> FedResult:
+    """One run; `trace`, when given, receives FELLRec's aggregation of every round (`_aggregation_rows`)."""
     use_threads()
     t0, cpu0 = time.perf_counter(), time.process_time()  # CPU seconds: what the run costs on an idle machine
     data = dataset(cfg)
@@ -226,9 +227,11 @@ def _train(cfg: FellrecConfig, progress: bool) -> FedResult:
                 new.append(get_state(model, names))
             w = np.full(C, np.nan)
             if cfg.method == "fellrec":
-                states, wt, _ = fellrec_aggregate(new, losses, t + 1, cfg.alpha, cfg.beta, cfg.dyn_agg,
+                states, wt, d = fellrec_aggregate(new, losses, t + 1, cfg.alpha, cfg.beta, cfg.dyn_agg,
                                                   cfg.dyn_speed, sizes)
                 w = wt.numpy()
+                if trace is not None:
+                    trace += _aggregation_rows(t, new, d)
             else:
                 glob = fedavg(new, sizes)
                 states = [glob for _ in range(C)]
@@ -258,6 +261,16 @@ def _train(cfg: FellrecConfig, progress: bool) -> FedResult:
                      pd.DataFrame(ledger, columns=["round", "direction", "part", "bytes"]),
                      time.perf_counter() - t0, data.notes,
                      {"cpu_seconds": round(time.process_time() - cpu0, 1), "load_avg": round(os.getloadavg()[0], 1)})
+
+
+def _aggregation_rows(t: int, states, d: torch.Tensor) -> list[dict]:
+    """What eqs. (1)-(4) did in round t: each client's share of its own model in the state it gets back, and the
+    mean cosine similarity (eq. 3) of its LoRA parameters to the other clients'."""
+    sim = cosine_similarity_matrix(flatten(states))
+    own = d.diagonal() / d.sum(dim=1)
+    C = len(states)
+    return [{"round": t, "client": c, "own_share": float(own[c]),
+             "similarity": float((sim[c].sum() - sim[c, c]) / (C - 1))} for c in range(C)]
 
 
 def _eval_state(cfg, c, glob, states, personal):

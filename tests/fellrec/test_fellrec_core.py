@@ -184,6 +184,39 @@ def test_wc_rises_to_one_faster_for_low_loss_clients():
     assert (w[:10, 0] > w[:10, 1]).all() and (w[:10, 1] > w[:10, 2]).all()  # low loss heats first
 
 
+def test_aggregation_rows_give_each_clients_own_share_and_similarity_by_hand():
+    from labcore.fellrec.federated import _aggregation_rows
+
+    states = [{"a": torch.tensor([1.0, 0.0])}, {"a": torch.tensor([1.0, 1.0])}]
+    _, w, d = A.fellrec_aggregate(states, [0.5, 1.5], t=1, alpha=0.1, beta=1.0)
+    rows = _aggregation_rows(0, states, d)
+    s01 = 1 / math.sqrt(2)
+    for c in (0, 1):  # eq. (2)'s weight on the client's own model: 1 / (1 + w_c s_01)
+        assert rows[c]["own_share"] == pytest.approx(1 / (1 + w[c].item() * s01))
+        assert rows[c]["similarity"] == pytest.approx(s01)
+
+
+def test_the_aggregation_trace_replays_the_runs_warmup():
+    from labcore.fellrec import experiments as E
+    from labcore.fellrec.federated import run
+
+    trace = E.aggregation_trace("smoke", "tiny")
+    stored = run(E.base("smoke", method="fellrec")).rounds
+    assert len(trace) == len(stored) and trace["round"].min() == 1
+    assert np.allclose(trace.sort_values(["round", "client"])["w"], stored.sort_values(["round", "client"])["w"])
+    assert ((trace["own_share"] > 0) & (trace["own_share"] <= 1)).all()
+
+
+def test_client_changes_are_fellrecs_r10_minus_fedavgs_per_client():
+    from labcore.fellrec import experiments as E
+    from labcore.fellrec.federated import run
+
+    ch = E.client_changes("smoke", "tiny")
+    fa = run(E.base("smoke", method="fedavg")).clients["R@10"].to_numpy()
+    fe = run(E.base("smoke", method="fellrec")).clients["R@10"].to_numpy()
+    assert np.allclose(ch["change"], fe - fa) and list(ch["client"]) == list(range(1, len(fa) + 1))
+
+
 def test_fedavg_is_size_weighted_mean():
     st = [{"a": torch.tensor([0.0])}, {"a": torch.tensor([3.0])}]
     assert A.fedavg(st, [1, 2])["a"].item() == pytest.approx(2.0)
