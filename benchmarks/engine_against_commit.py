@@ -13,6 +13,7 @@ that a change in the machine's load falls on both alike. Prints each one's media
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import io
 import statistics
@@ -50,6 +51,16 @@ def import_commit(commit: str, folder: Path):
     return importlib.import_module("labcore_then.fed.engine"), importlib.import_module("labcore_then.config")
 
 
+def _known_then(cfg, then_config) -> dict:
+    """cfg's fields for the commit's RunConfig: a field added since may be left out only at its default."""
+    known = {f.name for f in dataclasses.fields(then_config.RunConfig)}
+    default = type(cfg)().to_dict()
+    new = [k for k, v in cfg.to_dict().items() if k not in known and v != default[k]]
+    if new:
+        raise SystemExit(f"the commit's RunConfig has no {', '.join(new)}: compare configs at their defaults")
+    return {k: v for k, v in cfg.to_dict().items() if k in known}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("commit", help="the earlier commit (e.g. the one before a restructuring)")
@@ -76,7 +87,7 @@ def main() -> None:
                 cohort = data.n_users if args.clients == "all" else min(int(args.clients), data.n_users)
                 cfg = cfg.replace(clients_per_round=cohort)
             sims = {"now": now_engine.Simulation(cfg, data),
-                    "then": then_engine.Simulation(then_config.RunConfig(**cfg.to_dict()), data)}
+                    "then": then_engine.Simulation(then_config.RunConfig(**_known_then(cfg, then_config)), data)}
             for sim in sims.values():
                 for _ in range(2):
                     sim.step()
