@@ -3,7 +3,7 @@
 backbone="minilm" (all-MiniLM-L6-v2, RecFormer style; `LM_SIZES`):
 smoke: the synthetic set, history 2 titles of <= 3 tokens, 48 few-shot samples, 2 rounds, one seed.
 full:  ML-100K titles, history 5 titles of <= 8 tokens, the paper's 1024 few-shot samples, 5 rounds,
-       LoRA r=8 on q/k/v/output of the 6 layers, 3 seeds for Tables 1 and 4.
+       LoRA r=8 on q/k/v/output of the 6 layers, 3 seeds for Tables 1, 4, 6 and Figs. 5, 7.
 backbone="tiny":
 
 smoke: the synthetic set (80 users, 60 items), an 8-layer 16-wide model, 2 rounds, one seed: seconds.
@@ -62,8 +62,15 @@ def table1_configs(size, backbone="tiny"):
     return [base(size, backbone, method=m, seed=s) for s in SEEDS[size] for m in METHOD_ORDER]
 
 
+def _lm_seeds(size, backbone, tiny_seeds):
+    """MiniLM's cards run every seed of Table 1 (the differences between methods are within one seed's noise);
+    the tiny backbone's keep the seeds they were stored with."""
+    return SEEDS[size] if backbone == "minilm" else tiny_seeds
+
+
 def table6_configs(size, backbone="tiny"):
-    return [base(size, backbone, method=m, split="dirichlet", dirichlet_c=c) for c in CS[size] for m in ("fedavg", "fellrec")]
+    return [base(size, backbone, method=m, split="dirichlet", dirichlet_c=c, seed=s)
+            for s in _lm_seeds(size, backbone, (0,)) for c in CS[size] for m in ("fedavg", "fellrec")]
 
 
 def fig6_configs(size):
@@ -73,11 +80,13 @@ def fig6_configs(size):
 def fig5_configs(size, backbone="tiny"):
     variants = [dict(method="fedavg"), dict(method="fellrec", dyn_speed=False), dict(method="fellrec", dyn_agg=False),
                 dict(method="fellrec")]
-    return [base(size, backbone, seed=s, **v) for s in FIG5_SEEDS[size] for v in variants]
+    return [base(size, backbone, seed=s, **v) for s in _lm_seeds(size, backbone, FIG5_SEEDS[size]) for v in variants]
 
 
 def fig7_configs(size, backbone="tiny"):
-    return ([base(size, backbone, alpha=a) for a in ALPHAS[size]] + [base(size, backbone, beta=b) for b in BETAS[size]])
+    return [c for s in _lm_seeds(size, backbone, (0,))
+            for c in ([base(size, backbone, alpha=a, seed=s) for a in ALPHAS[size]]
+                      + [base(size, backbone, beta=b, seed=s) for b in BETAS[size]])]
 
 
 def variant(cfg: FellrecConfig) -> str:
@@ -189,7 +198,7 @@ def table2(size, progress=False) -> pd.DataFrame:
 
 
 def table6(size, progress=False, backbone="tiny") -> pd.DataFrame:
-    rows = [{"c": cfg.dirichlet_c, "method": cfg.method, "R@10": r.overall()["R@10"],
+    rows = [{"c": cfg.dirichlet_c, "method": cfg.method, "seed": cfg.seed, "R@10": r.overall()["R@10"],
              "imbalance": r.overall()["imbalance"]}
             for cfg, r in zip(table6_configs(size, backbone), run_all(table6_configs(size, backbone), progress))]
     return pd.DataFrame(rows)
@@ -205,7 +214,9 @@ def fig5(size, progress=False, backbone="tiny") -> pd.DataFrame:
             rows.append({"variant": variant(cfg), "seed": cfg.seed, "round": int(t) + 1, "val_R@10": v,
                          "R@10": o["R@10"], "imbalance": o["imbalance"]})
     df = pd.DataFrame(rows)
-    return df.groupby(["variant", "round"], sort=False).mean(numeric_only=True).drop(columns="seed").reset_index()
+    out = df.groupby(["variant", "round"], sort=False).mean(numeric_only=True).drop(columns="seed").reset_index()
+    final = df.drop_duplicates(["variant", "seed"]).groupby("variant", sort=False)["R@10"].std().fillna(0.0)
+    return out.assign(R10_std=out["variant"].map(final), seeds=df["seed"].nunique())
 
 
 def fig6(size, progress=False) -> pd.DataFrame:
@@ -216,12 +227,21 @@ def fig6(size, progress=False) -> pd.DataFrame:
 
 
 def fig7(size, progress=False, backbone="tiny") -> pd.DataFrame:
+    """R@10 and the rest per alpha (beta fixed) and per beta (alpha fixed); with several seeds, their means and R@10's
+    seed deviation."""
     rows = []
     cfgs = fig7_configs(size, backbone)
+    per_seed = len(ALPHAS[size]) + len(BETAS[size])
     for i, (cfg, r) in enumerate(zip(cfgs, run_all(cfgs, progress))):
-        sweep = "alpha" if i < len(ALPHAS[size]) else "beta"
-        rows.append({"sweep": sweep, "value": cfg.alpha if sweep == "alpha" else cfg.beta, **r.overall()})
-    return pd.DataFrame(rows)
+        sweep = "alpha" if i % per_seed < len(ALPHAS[size]) else "beta"
+        rows.append({"sweep": sweep, "value": cfg.alpha if sweep == "alpha" else cfg.beta, "seed": cfg.seed,
+                     **r.overall()})
+    df = pd.DataFrame(rows)
+    if df["seed"].nunique() == 1:
+        return df.drop(columns="seed")
+    g = df.groupby(["sweep", "value"], sort=False)
+    return g.mean(numeric_only=True).drop(columns="seed").assign(R10_std=g["R@10"].std(),
+                                                                 seeds=g.size()).reset_index()
 
 
 def heating(cfg: FellrecConfig) -> pd.DataFrame:

@@ -311,3 +311,29 @@ def test_real_ml100k_counts():
     assert len(d.foundation_users) + len(d.client_users) == 943
     u = d.client_users[0]
     assert len(d.train(u)) + len(d.valid(u)) + len(d.test(u)) == len(d.seqs[u])
+
+
+def test_minilm_tables_average_their_seeds(monkeypatch):
+    """Table 6 and Figs. 5 and 7 on MiniLM run every seed of Table 1 and show their means (runs faked: R@10 = the
+    seed / 10, so the mean of seeds 0 and 1 is 0.05)."""
+    import pandas as pd
+    from labcore.fellrec import experiments as E
+
+    class Fake:
+        def __init__(self, cfg):
+            self.cfg = cfg
+            self.rounds = pd.DataFrame({"round": [0, 1], "val_R@10": [0.0, cfg.seed / 10]})
+
+        def overall(self):
+            return {"R@10": self.cfg.seed / 10, "imbalance": 1.0}
+
+    monkeypatch.setattr(E, "SEEDS", {**E.SEEDS, "smoke": (0, 1)})
+    monkeypatch.setattr(E, "run_all", lambda cfgs, progress=False: [Fake(c) for c in cfgs])
+    f7 = E.fig7("smoke", backbone="minilm")
+    assert np.allclose(f7["R@10"], 0.05) and (f7["seeds"] == 2).all()
+    assert len(f7) == len(E.ALPHAS["smoke"]) + len(E.BETAS["smoke"])
+    f5 = E.fig5("smoke", backbone="minilm")
+    assert np.allclose(f5["R@10"], 0.05) and (f5["seeds"] == 2).all()
+    t6 = E.table6("smoke", backbone="minilm")
+    assert sorted(t6["seed"].unique()) == [0, 1]
+    assert len(E.fig7_configs("smoke")) == len(E.ALPHAS["smoke"]) + len(E.BETAS["smoke"])  # the tiny: one seed
