@@ -5,7 +5,7 @@ compiler can vectorize it: with r known when compiled (the length of a tuple arg
 (a's product, its gradient, B^T B a and the row step) is one loop across the batch's samples, with B^T B and B^T p
 held in registers (tuples); the d-long products read eight samples' Q rows at a time; the batch's sigmoids take
 exp from a polynomial (`_exp_parts`), a loop without calls. One full-participation ML-1M CoLR@4 round's training
-on one thread: 0.28 s against 0.45 s in the general kernel (docs/reproduction.md). Other last bits than the
+on one thread: 0.28 s against 0.45 s in the general kernel (`benchmarks/lowrank_kernels.py`). Other last bits than the
 general kernel (summation order, the exp), so the runs trained here have a cache key of their own
 (`config.RunConfig.small_rank_kernel`). Which kernel trains a run is decided once, in `dispatch.choose_kernel`.
 
