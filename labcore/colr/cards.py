@@ -148,15 +148,9 @@ def _size_plot(ours: pd.DataFrame, paper: pd.DataFrame, title: str, methods: lis
     return fig
 
 
-def _pairs(ours: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
-    x = ours[ours["method"] == a][["k", "hr", "ndcg"]]
-    y = ours[ours["method"] == b][["k", "hr", "ndcg"]]
-    return x.merge(y, on="k", suffixes=(f"_{a}", f"_{b}"))
-
-
 def _seed_pairs(ours: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
-    """`_pairs` on the mean over the seeds that both a and b ran at each k; `seeds` and the per-seed HR
-    differences `diffs` (a - b) alongside."""
+    """Methods a and b side by side at each k (hr_a, hr_b): the mean over the seeds that both ran there, with those
+    `seeds` and the per-seed HR differences `diffs` (a - b)."""
     if "seed" not in ours:
         ours = ours.assign(seed=0)
     x = ours[ours["method"] == a][["k", "seed", "hr", "ndcg"]]
@@ -224,7 +218,7 @@ def _fig3_card(dataset: str) -> FigureCard:
         rows = [{"quantity": f"k={int(p['k'])}: HR CoLR@k vs FedMF d=k", "paper": "CoLR higher",
                  "ours": f"{_pct(p['hr_colr'])} vs {_pct(p['hr_fedmf'])}", "ok": bool(p["hr_colr"] > p["hr_fedmf"]),
                  "kind": "claim", "note": "'consistently outperforms': every budget"}
-                for _, p in _pairs(ours, "colr", "fedmf").iterrows()]
+                for _, p in _seed_pairs(ours, "colr", "fedmf").iterrows()]
         ratios = _ratio_per_seed(every_seed, ratio_k)
         if len(ratios):
             want = 100 * (P.HR_RETAINED_6PCT if is_ml else P.HR_RETAINED_6PCT_PINTEREST)
@@ -345,7 +339,8 @@ def _fig4_card(dataset: str) -> FigureCard:
         expected=("At equal compression ratio (uplink and downlink both compressed) CoLR beats SVD and Top-K at every "
                   "ratio (the paper: 'across the range of communication budgets'); Top-K moves twice the values of "
                   "CoLR (values + indices)."),
-        columns=("label", "method", "k") + (() if is_ml else ("seed",)) + ("size_kb", "up_kb", "down_kb", "hr", "ndcg"),
+        columns=(("label", "method", "k") + (() if is_ml else ("seed",))
+                 + ("size_kb", "up_kb", "down_kb", "hr", "ndcg")),
         notes=data_notes + (LR_NOTE, FINAL_NOTE,
                f"SVD@r sends the best rank-r factors of the client update (U S, N x r, and V, d x r) and of the "
                f"aggregate; TopK keeps r/d of the values (r in {', '.join(map(str, ranks))} of d = {d}) and sends "
