@@ -70,7 +70,8 @@ def child(spec: dict) -> dict:
 
 def full_run(spec: dict) -> dict:
     import labcore
-    from labcore.fed.engine import Simulation, load_data, train_rounds
+    from labcore.fed.engine import Simulation, load_data
+    from labcore.runner.rounds import train_rounds
 
     cfg = labcore.paper_ml1m(dataset=spec["dataset"], method=spec["method"], rank=spec["rank"])
     cfg = cfg.replace(rounds=spec.get("full_rounds") or cfg.rounds)
@@ -106,7 +107,7 @@ def main() -> None:
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        from labcore.fed.engine import use_threads
+        from labcore.runtime import use_threads
 
         use_threads()  # LABCORE_THREADS (default 1), as `labcore run` and the figure cards train
         spec = json.loads(a.child)

@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the te
 
 import labcore
 from labcore.fed import sampling
-from labcore.fed.engine import load_data, use_threads
+from labcore.fed.engine import load_data
+from labcore.runtime import use_threads
 from oracles.fed_loop import plan_round_numpy  # noqa: E402
 
 FIELDS = tuple(f.name for f in dataclasses.fields(sampling.RoundPlan) if f.default is dataclasses.MISSING)

@@ -36,7 +36,8 @@ import torch
 import labcore
 from labcore.fed import mods as M
 from labcore.fed.aggregate import aggregate
-from labcore.fed.engine import Simulation, load_data, use_threads
+from labcore.fed.engine import Simulation, load_data
+from labcore.runtime import use_threads
 from labcore.fed.local_train import RowUpdate
 from topk_rows import timed  # best of `repeat` calls (this folder is on the path of a script run from it)
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test oracles (`tests/oracles`)
 
-from labcore.fed.engine import use_threads
+from labcore.runtime import use_threads
 from labcore.fed.local_train import RowUpdate
 from labcore.methods.base import RowBlock, Wire
 from labcore.methods.quantize import dequantize, pack_codes, quantize, quantize_blocks

@@ -43,7 +43,7 @@ def main(argv=None) -> None:
 
     if a.attack:
         import labcore
-        from labcore.privacy.server_attack import attack_summary, curious_server
+        from labcore.colr.curious_server import attack_summary, curious_server
 
         cfgs = [labcore.paper_ml1m(method="fedmf"), labcore.paper_ml1m(method="colr", rank=4),
                 labcore.paper_ml1m(method="colr", rank=4, encryption="ckks"),

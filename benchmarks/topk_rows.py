@@ -24,7 +24,8 @@ import torch
 
 import labcore
 from labcore.fed.aggregate import item_mean, rows_item_mean
-from labcore.fed.engine import Simulation, load_data, use_threads
+from labcore.fed.engine import Simulation, load_data
+from labcore.runtime import use_threads
 from labcore.fed.mods import quantize_wires
 from labcore.methods.base import Wire
 from labcore.methods.compress import topk_compress_rows, topk_count, topk_decompress, topk_positions

@@ -50,7 +50,8 @@ def _summary(res) -> str:
 
 
 def cmd_run(ns) -> int:
-    from .fed.engine import default_cache_dir, run
+    from .fed.engine import run
+    from .runtime import default_cache_dir
 
     cfg = config_from_args(ns)
     res = run(cfg, cache_dir=ns.cache_dir, use_cache=not ns.no_cache, progress=not ns.quiet)

@@ -1,10 +1,6 @@
 """A run's result: the per-round table (one row per round) and the payload ledger."""
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -87,86 +83,20 @@ class Result:
             out[LEDGER_VIEW["epsilon"]] = t["epsilon"].to_numpy()
         return out
 
-    # --- on disk ----------------------------------------------------------
-    def save(self, folder: Path) -> None:
-        """table.csv, ledger.csv, then result.json (it marks the folder as stored) with the integrity record: the
-        sha256 and row count of each file, and the sha256 of its own other fields. Each file written atomically."""
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, frame in (("table.csv", self.table), ("ledger.csv", self.ledger)):
-            write_atomic(folder / name, frame.to_csv(index=False).encode())
-        files = {name: file_record(folder / name) for name in RECORDED_FILES if (folder / name).exists()}
-        meta = {"config": self.config.to_dict(), "notes": self.notes, "complete": self.complete}
-        meta = json.loads(json.dumps(meta, default=list))  # as it will read back
-        meta[INTEGRITY] = {"files": files, "meta_sha256": _meta_digest(meta)}
-        write_atomic(folder / "result.json", json.dumps(meta, indent=1).encode())
+    # --- on disk (labcore.runner.store) ------------------------------------------------------------------
+    TABLES = ("table", "ledger")
+
+    def save(self, folder: Path, run_timing: dict | None = None) -> None:
+        from .runner.store import save_run
+
+        save_run(folder, {"table": self.table, "ledger": self.ledger},
+                 {"config": self.config.to_dict(), "notes": self.notes, "complete": self.complete}, run_timing)
 
     @staticmethod
     def load(folder: Path) -> "Result":
-        """The stored result, after checking it against its integrity record (`DamagedResult` naming the file
-        and what is wrong otherwise)."""
-        import pandas as pd
+        """The stored result, after checking it against its integrity record (`DamagedResult` otherwise)."""
+        from .runner.store import load_run
 
-        meta = verify(folder)
-        return Result(from_dict(meta["config"]), pd.read_csv(folder / "table.csv"), pd.read_csv(folder / "ledger.csv"),
-                      meta.get("notes", ""), meta.get("complete", True), cached=True)
-
-
-INTEGRITY = "integrity"
-RECORDED_FILES = ("table.csv", "ledger.csv", "timing.json")  # timing.json: when the run wrote one
-
-
-class DamagedResult(ValueError):
-    """A stored result whose files do not match their integrity record (or that has none): recomputed."""
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write the whole file or nothing (a temporary beside it, then a rename)."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def file_record(path: Path) -> dict:
-    data = path.read_bytes()
-    return {"sha256": hashlib.sha256(data).hexdigest(), "rows": _rows(path.name, data)}
-
-
-def _rows(name: str, data: bytes) -> int:
-    """Data rows of a CSV (lines after the header; pandas writes no quoted newlines for these tables); 1 else."""
-    return max(data.count(b"\n") - 1, 0) if name.endswith(".csv") else 1
-
-
-def _meta_digest(meta: dict) -> str:
-    rest = {k: v for k, v in meta.items() if k != INTEGRITY}
-    return hashlib.sha256(json.dumps(rest, sort_keys=True).encode()).hexdigest()
-
-
-def verify(folder: Path) -> dict:
-    """result.json's fields once it and every file it records match; else `DamagedResult` saying which file and
-    what is wrong. A result stored without an integrity record cannot prove itself and is refused too."""
-    path = folder / "result.json"
-    try:
-        meta = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise DamagedResult(f"{path}: unreadable ({type(e).__name__}: {e})") from e
-    record = meta.get(INTEGRITY) if isinstance(meta, dict) else None
-    if not isinstance(record, dict) or not isinstance(record.get("files"), dict):
-        raise DamagedResult(f"{path}: no integrity record (stored by an older version that kept no checksums)")
-    if record.get("meta_sha256") != _meta_digest(meta):
-        raise DamagedResult(f"{path}: its fields do not match their sha256 (edited or damaged)")
-    for name in ("table.csv", "ledger.csv"):
-        if name not in record["files"]:
-            raise DamagedResult(f"{path}: the integrity record lists no {name}")
-    for name, want in record["files"].items():
-        f = folder / name
-        if not f.exists():
-            raise DamagedResult(f"{f}: missing")
-        got = file_record(f)
-        if got["rows"] != want.get("rows"):
-            raise DamagedResult(f"{f}: {got['rows']} rows, {want.get('rows')} recorded (truncated or extended)")
-        if got["sha256"] != want.get("sha256"):
-            raise DamagedResult(f"{f}: sha256 mismatch (a value was edited or damaged)")
-    return meta
+        tables, meta = load_run(folder, Result.TABLES)
+        return Result(from_dict(meta["config"]), tables["table"], tables["ledger"], meta.get("notes", ""),
+                      meta.get("complete", True), cached=True)

@@ -48,7 +48,8 @@ def shared_data() -> Path | None:
 def assert_a_stopped_run_resumes(cfg, data, folder, stop_after: int = 7):
     """Stop a run after `stop_after` rounds (a checkpoint is left), run it again: the same numbers as one run
     straight through (the state a run keeps across rounds must all be in its checkpoint)."""
-    from labcore.fed.engine import CHECKPOINT, run
+    from labcore.fed.engine import run
+    from labcore.runner.checkpoint import CHECKPOINT
 
     full = run(cfg, data=data, use_cache=False, progress=False)
     stops = iter([False] * stop_after + [True])

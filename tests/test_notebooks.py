@@ -280,7 +280,7 @@ def test_checks_without_training():
 def test_checks_on_short_runs():
     import labcore
     from labcore.colr import exercises as ex
-    from labcore.privacy import attack_summary, curious_server
+    from labcore.colr.curious_server import attack_summary, curious_server
 
     tiny = ex.lab_config(paper=False, method="fedmf", rounds=4, eval_every=2)
     base = labcore.run(tiny, progress=False)

@@ -36,7 +36,10 @@ from typing import Callable
 
 from ..config import RunConfig
 from ..data.base import InteractionData
-from ..fed.engine import Simulation, default_cache_dir, read_stored, train_cached, train_rounds
+from ..fed.engine import Simulation
+from ..runner.cached import read_stored, train_cached
+from ..runner.rounds import train_rounds
+from ..runtime import default_cache_dir
 from ..results import Result
 
 PUBLISH_S = 0.5  # at most this often a running job publishes a partial result (the first round at once)

@@ -25,7 +25,8 @@ import streamlit as st
 
 from ..config import ConfigError, RunConfig
 from ..data.base import InteractionData
-from ..fed.engine import check_fits, default_cache_dir
+from ..fed.engine import check_fits
+from ..runtime import default_cache_dir
 from ..net.wallclock import recompute, training_config
 from ..results import Result
 from . import budget, jobs, notices
@@ -416,28 +417,6 @@ def ckks_costs(n_values: int, degree: int, coeff_bits: tuple, scale_bits: int) -
 
     ckks_context(degree, coeff_bits, scale_bits)  # key generation through the shared resource cache
     return costs(n_values, CkksParams(degree, coeff_bits, scale_bits))
-
-
-def curious_server(cfgs: Sequence[RunConfig], rounds: int, real_clients: int | None) -> jobs.Task:
-    """The curious-server attack on `rounds` rounds of each config (in order), as a background task of the hub:
-    shared by the sessions asking for it, queued for a training slot, stopped between rounds when nobody watches.
-    Its result is the list of `labcore.privacy.server_attack.curious_server` outputs."""
-    from ..privacy.server_attack import curious_server as attack
-
-    data = [dataset(c) for c in cfgs]
-
-    def work(task: jobs.Task):
-        out = []
-        for c, d in zip(cfgs, data):
-            r = attack(c, rounds=rounds, data=d, real_clients=real_clients if c.encryption != "none" else None,
-                       should_stop=task.should_stop)
-            if r is None:
-                raise jobs.Stopped
-            out.append(r)
-        return out
-
-    key = f"attack:{rounds}:{real_clients}:" + ",".join(c.key() for c in cfgs)
-    return hub().task(key, work, session_id())
 
 
 def task_done(page: str, task: jobs.Task, waiting: str) -> bool:

@@ -1,4 +1,8 @@
-from labcore.topics import Topic
+from pathlib import Path
+
+from labcore.topics import Page, Topic
+
+HERE = Path(__file__).resolve().parent
 
 TOPIC = Topic(
     name="colr",
@@ -8,7 +12,8 @@ TOPIC = Topic(
     section="Recommendation papers",
     order=10,
     cards=".cards",
-    pages=(),  # CoLR is the core engine's own paper: its views are the core pages (Explorer, Compare, Encryption)
+    # the engine's own paper: Explorer and Compare are the core pages; its encryption section is its own page
+    pages=(Page("encryption", "Encryption", ":material/lock:", HERE / "page.py"),),
     presets=".presets",
     exercises=".exercises",
     notebook="labs/01_federated_recommendation.ipynb",

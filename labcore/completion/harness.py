@@ -20,7 +20,6 @@ once a logged error is below it.
 from __future__ import annotations
 
 import math
-import os
 import time
 import warnings
 from pathlib import Path
@@ -39,7 +38,7 @@ COLUMNS = ("key", "algorithm", "label", "family", "t", "wall_s", "iteration", "e
 
 
 def cache_dir() -> Path:
-    """`$LABCORE_CACHE/completion` (the lab's run cache, as `labcore.fed.engine.default_cache_dir`)."""
+    """`$LABCORE_CACHE/completion` (the lab's run cache, as `labcore.runtime.default_cache_dir`)."""
     from ..runtime import topic_cache
 
     return topic_cache("completion")
@@ -120,22 +119,37 @@ def race_one(cfg: CompletionConfig, problem: Problem | None = None,
     return pd.DataFrame(rows).reindex(columns=list(COLUMNS))
 
 
-def _cached_path(cfg: CompletionConfig) -> Path:
-    return cache_dir() / f"{cfg.key()}.csv"
+def _folder(cfg: CompletionConfig) -> Path:
+    return cache_dir() / cfg.key()
+
+
+def _stored(cfg: CompletionConfig) -> pd.DataFrame | None:
+    """The stored log of this config (`labcore.runner.store`), or None (also for a damaged one: run again)."""
+    from ..runner.store import DamagedResult, load_run, stored
+
+    folder = _folder(cfg)
+    if not stored(folder):
+        return None
+    try:
+        return load_run(folder, ("log",))[0]["log"]
+    except DamagedResult as e:
+        warnings.warn(f"the stored run in {folder} is not used ({e}); recomputing it", stacklevel=2)
+        return None
 
 
 def run(cfg: CompletionConfig, cache: bool = True, on_log: Callable[[dict], None] | None = None) -> pd.DataFrame:
     """One run, read from the cache when this exact config ran before (then `on_log` is not called)."""
-    path = _cached_path(cfg)
-    if cache and path.exists():
-        return pd.read_csv(path)
+    from ..runner.store import save_run, timing
+
+    hit = _stored(cfg) if cache else None
+    if hit is not None:
+        return hit
+    t0, c0 = time.perf_counter(), time.process_time()
     df = race_one(cfg, on_log=on_log)
     if cache:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        df.to_csv(tmp, index=False, float_format="%.17g")
-        tmp.replace(path)
-        df = pd.read_csv(path)  # the same dtypes whether cached or fresh
+        save_run(_folder(cfg), {"log": df}, {"config": cfg.to_dict()},
+                 timing(time.perf_counter() - t0, time.process_time() - c0), float_format="%.17g")
+        df = _stored(cfg)  # the same dtypes whether cached or fresh
     return df
 
 
@@ -147,8 +161,10 @@ def prefetch(configs_by_card: dict[str, list[CompletionConfig]], jobs: int) -> N
 def run_many(configs: Iterable[CompletionConfig], jobs: int = 1, progress: bool = False,
              cache: bool = True) -> pd.DataFrame:
     """Every config once (cached by key), in `jobs` processes, longest budgets first; rows in config order."""
+    from ..runner.store import stored
+
     configs = list(dict.fromkeys(configs))
-    todo = [c for c in configs if cache and not _cached_path(c).exists()]  # uncached: each runs once, below
+    todo = [c for c in configs if cache and not stored(_folder(c))]  # uncached: each runs once, below
     for _ in in_processes(run, todo, jobs, cost=lambda c: c.budget_s, desc="completion runs", progress=progress):
         pass
     if not configs:

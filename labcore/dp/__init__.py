@@ -6,5 +6,5 @@
     cards.py        figure cards dp-hr-epsilon, dp-curious-server, dp-inversion (lab experiments, no paper numbers)
     page.py         the Privacy page; presets.py its sidebar links; exercises.py the notebook's checks
 The mechanism and the accountant are `labcore.privacy.dp`; the attack on images `inversion.py` (on the FL-algorithms topic's digits model);
-the curious server `labcore.privacy.server_attack`.
+the curious server `labcore.colr.curious_server`.
 """

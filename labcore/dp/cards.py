@@ -123,7 +123,7 @@ def _curious_compare(ours, paper):
 
 register(FigureCard(
     id="dp-curious-server", title="The curious server against a DP run: item-set precision against epsilon",
-    caption=f"{LAB}. The Encryption page's curious server (labcore.privacy.server_attack) recovers each client's "
+    caption=f"{LAB}. The Encryption page's curious server (labcore.colr.curious_server) recovers each client's "
             "item set from what it receives in two FedMF rounds: each upload and the round's aggregate, under "
             "central and local DP at several noise multipliers, and without DP.",
     kind="figure", paper=_claims(("local DP", "upload precision falls toward chance as epsilon shrinks"),

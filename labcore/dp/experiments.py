@@ -60,8 +60,8 @@ def hr_table(size: str, progress: bool = False) -> pd.DataFrame:
 
 def curious_table(size: str) -> pd.DataFrame:
     """The curious server's item-recovery precision on a FedMF run without DP, with central DP and with local DP
-    at each sigma: on each client's upload and on the round's aggregate (labcore.privacy.server_attack)."""
-    from ..privacy.server_attack import curious_server
+    at each sigma: on each client's upload and on the round's aggregate (labcore.colr.curious_server)."""
+    from ..colr.curious_server import curious_server
     rounds = 2
     data = {} if size == "full" else {"synthetic_size": "small"}  # on tiny data half the items are positives
     cfgs = [("no DP", 0.0, base(size, method="fedmf", **data))]

@@ -54,7 +54,7 @@ def _references(cfg: RunConfig) -> dict:
 
 def _curious(cfg):
     def work(task):
-        from labcore.privacy.server_attack import curious_server
+        from labcore.colr.curious_server import curious_server
 
         out = curious_server(cfg, rounds=2, should_stop=task.should_stop)
         if out is None:

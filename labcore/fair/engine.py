@@ -890,23 +890,21 @@ class FairResult:
         g["bytes_per_message"] = g["bytes"] / g["messages"]
         return g
 
-    def save(self, folder: Path) -> None:
-        import json
+    # --- on disk (labcore.runner.store) ------------------------------------------------------------------
+    TABLES = ("table", "ledger", "devices")
 
-        folder.mkdir(parents=True, exist_ok=True)
-        self.table.to_csv(folder / "table.csv", index=False)
-        self.ledger.to_csv(folder / "ledger.csv", index=False)
-        self.devices.to_csv(folder / "devices.csv", index=False)
-        meta = {"config": self.config.to_dict(), "notes": self.notes, "complete": self.complete}
-        (folder / "result.json").write_text(json.dumps(meta, indent=1))
+    def save(self, folder: Path, run_timing: dict | None = None) -> None:
+        from ..runner.store import save_run
+
+        save_run(folder, {n: getattr(self, n) for n in self.TABLES},
+                 {"config": self.config.to_dict(), "notes": self.notes, "complete": self.complete}, run_timing)
 
     @staticmethod
     def load(folder: Path) -> "FairResult":
-        import json
+        from ..runner.store import load_run
 
-        meta = json.loads((folder / "result.json").read_text())
-        return FairResult(from_dict(meta["config"]), pd.read_csv(folder / "table.csv"),
-                          pd.read_csv(folder / "ledger.csv"), pd.read_csv(folder / "devices.csv"),
+        tables, meta = load_run(folder, FairResult.TABLES)
+        return FairResult(from_dict(meta["config"]), *(tables[n] for n in FairResult.TABLES),
                           meta.get("notes", ""), meta.get("complete", True), cached=True)
 
 
@@ -918,7 +916,7 @@ def run(cfg: FairConfig, *, data=None, cache_dir: Path | str | None = None, use_
         progress: bool = False, on_round: Callable[[dict], None] | None = None,
         should_stop: Callable[[], bool] | None = None) -> FairResult:
     """Train and evaluate one configuration; cached on disk by `cfg.key()`, resumable from a checkpoint."""
-    from ..fed.engine import run_cached
+    from ..runner.cached import run_cached
 
     def bar(start: int):
         from tqdm.auto import tqdm

@@ -36,7 +36,7 @@ def prefetch(configs_by_card: dict[str, list[FairConfig]], jobs: int) -> None:
 
 def run_times(configs: list[FairConfig]) -> dict:
     """What the stored card keeps of its runs' times (`timing_meta`: by run key, as each was trained)."""
-    from ..fed.engine import load_timing
+    from ..runner.store import load_timing
     from ..figures.registry import timing_meta
 
     return timing_meta({c.key(): load_timing(_folder(c)) for c in dict.fromkeys(configs)})

@@ -9,20 +9,12 @@ same numbers as an uninterrupted one.
 """
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import dataclasses
 import functools
-import hashlib
-import json
 import math
 import os
-import pickle
-import signal
-import sys
-import threading
 import time
-import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -39,8 +31,9 @@ from ..metrics import effective_rank_stats, hit_ratio_ndcg
 from ..net.ledger import Ledger
 from ..net.wallclock import RoundTimeModel
 from ..privacy.dp import STREAM_DP, RoundDP
-from ..results import ROUND_COLUMNS, Result, write_atomic
-from ..runtime import default_cache_dir, use_threads  # noqa: F401  (importers find them here too)
+from ..results import ROUND_COLUMNS, Result
+from ..runner.cached import run_cached
+from ..runtime import default_cache_dir, use_threads
 from . import sampling as S
 from . import dropout, stragglers
 from .aggregate import aggregate, fedavg_weights
@@ -48,19 +41,10 @@ from .algorithms import algorithm_class, attacks, defenses, personalization_clas
 from .local_train import LocalResult, RowUpdate, SummedRows, train_cohort
 from .mods import item_mask_wire, quantize_wires, wire_values
 from .secure import make_secure_mod
-from .trainer_lock import one_trainer
 from .workspace import SAMPLE_ARRAYS, Workspace
 
 LAYOUTS = ("rows", "dense")
 
-CHECKPOINT = "checkpoint.pt"
-CHECKSUM_TAG = b"\nlabcore-sha256:"  # then the sha256 of the bytes before it, in hex
-TIMING = "timing.json"  # how long the finished run trained, written beside its result
-# A periodic checkpoint waits until this many times the last one's writing time has gone to training: most
-# checkpoints take milliseconds, but SCAFFOLD's keeps every client's variate (1.1 GB on MovieLens-1M, 4 to 5 s
-# to write), which every 50 rounds (about 1 s of training) would cost more than the training. A stop or Ctrl-C
-# always writes one.
-CHECKPOINT_OVERHEAD = 10
 
 
 @functools.cache
@@ -607,208 +591,6 @@ def rank_stats_rows(rows: RowUpdate, right: torch.Tensor | None = None) -> dict[
             "erank_mean": float(entropy_rank(r).mean())}
 
 
-def _plain(obj):
-    """A state as tensors, plain containers and Python scalars: all `torch.load(weights_only=True)` will read
-    (numpy arrays become tensors, numpy scalars Python numbers)."""
-    if isinstance(obj, dict):
-        return {k: _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_plain(v) for v in obj)
-    if isinstance(obj, np.ndarray):
-        return torch.from_numpy(np.ascontiguousarray(obj))
-    if isinstance(obj, np.generic):
-        return obj.item()
-    return obj
-
-
-class CheckpointError(ValueError):
-    """A checkpoint file that is damaged (its checksum does not match) or not a checkpoint."""
-
-
-def _sha256_of(path: Path, size: int) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        left = size
-        while left:
-            chunk = f.read(min(left, 1 << 22))
-            if not chunk:
-                break
-            h.update(chunk)
-            left -= len(chunk)
-    return h.hexdigest()
-
-
-def save_checkpoint(sim, folder: Path) -> None:
-    """The simulation's state at a round boundary, written atomically, with its sha256 as the file's last bytes
-    (`CHECKSUM_TAG` + 64 hex digits after the torch payload, which `torch.load` ignores)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    # a temporary name per process and thread: the app trains in threads, the figure cards in processes
-    tmp = folder / f"{CHECKPOINT}.{os.getpid()}.{threading.get_ident()}.tmp"
-    try:
-        with open(tmp, "wb") as f:
-            torch.save(_plain(sim.state()), f)
-        digest = _sha256_of(tmp, tmp.stat().st_size)
-        with open(tmp, "ab") as f:
-            f.write(CHECKSUM_TAG + digest.encode())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, folder / CHECKPOINT)  # atomic: a crash mid-write never corrupts the last checkpoint
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def load_checkpoint(path: Path) -> dict:
-    """A checkpoint's state, after checking its sha256; tensors and plain Python values only (`weights_only`:
-    a file planted in a shared cache cannot run code)."""
-    size = path.stat().st_size
-    trailer = len(CHECKSUM_TAG) + 64
-    with open(path, "rb") as f:
-        f.seek(max(size - trailer, 0))
-        tail = f.read()
-    if size < trailer or not tail.startswith(CHECKSUM_TAG):
-        raise CheckpointError(f"{path}: no checksum at the end of the file (not a checkpoint of this version)")
-    if _sha256_of(path, size - trailer) != tail[len(CHECKSUM_TAG):].decode("ascii", "replace"):
-        raise CheckpointError(f"{path}: checksum mismatch (the file is damaged)")
-    return torch.load(path, weights_only=True)
-
-
-class _CpuClock:
-    """CPU seconds of the training: the process's, or the thread's when it trains in a thread (the app's jobs
-    share one process; the engine's torch and compiled loops run on the calling thread)."""
-
-    def __init__(self):
-        main = threading.current_thread() is threading.main_thread()
-        self.name, self.now = ("process", time.process_time) if main else ("thread", time.thread_time)
-
-
-def save_timing(folder: Path, seconds: float, cpu_seconds: float, cpu_clock: str, resumed_at: int,
-                rounds: int) -> None:
-    """How long the rounds from `resumed_at` to `rounds` took in the process that trained them, so a card
-    reading the run from the shared cache knows its cost even when another process trained it."""
-    folder.mkdir(parents=True, exist_ok=True)
-    load = os.getloadavg()[1] if hasattr(os, "getloadavg") else float("nan")
-    write_atomic(folder / TIMING, json.dumps({
-        "seconds": round(seconds, 2), "cpu_seconds": round(cpu_seconds, 2), "cpu_clock": cpu_clock,
-        "resumed_at": resumed_at, "rounds": rounds, "load_avg": round(load, 2),
-        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=1).encode())
-
-
-def load_timing(folder: Path) -> dict | None:
-    """The timing a finished run left beside its result (None for results stored before it was kept)."""
-    try:
-        return json.loads((folder / TIMING).read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def resume(sim, folder: Path) -> bool:
-    """Load the run's checkpoint from `folder` if there is a sound one of this config."""
-    ckpt = folder / CHECKPOINT
-    if not ckpt.exists():
-        return False
-    try:
-        sim.load_state(load_checkpoint(ckpt))
-    except Exception as e:  # damaged, unsafe or another config's: start over rather than fail, but say so
-        why = f"{type(e).__name__}: {e}"
-        if isinstance(e, pickle.UnpicklingError):  # torch's advice on trusting the file is not for a shared cache
-            found = [line.strip() for line in str(e).splitlines() if "Unsupported global" in line]
-            why = "refused: it holds objects other than tensors and plain values" + (f" ({found[0]})" if found else "")
-        warnings.warn(f"ignoring the checkpoint {ckpt} ({why}); training from round 0")
-        return False
-    return True
-
-
-@contextlib.contextmanager
-def _sigint_at_round_end():
-    """Ctrl-C (or a notebook's interrupt) while rounds train ends the loop at the next round boundary, so that the
-    checkpoint holds a whole round; a second Ctrl-C stops at once (the round in progress is then dropped). Yields
-    a function telling whether a stop was asked. Only in the main thread with Python's default handler (a thread
-    receives no signals; a handler someone else set is kept)."""
-    asked = []
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
-        yield lambda: False
-        return
-
-    def handler(signum, frame):
-        if asked:
-            signal.default_int_handler(signum, frame)
-        asked.append(signum)
-        print("\nstopping at the end of this round (Ctrl-C again to stop at once and drop the round)",
-              file=sys.stderr, flush=True)
-
-    signal.signal(signal.SIGINT, handler)
-    try:
-        yield lambda: bool(asked)
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
-def train_rounds(sim, folder: Path | None, *, should_stop: Callable[[], bool] | None = None,
-                 after_step: Callable[[object, dict], None] | None = None):
-    """Play rounds until the last one or until `should_stop()`; the one round loop of the CLI, cards and app.
-
-    With a folder: a checkpoint every `checkpoint_every` rounds (unless the last one took more than a tenth of
-    the time since: `CHECKPOINT_OVERHEAD`) and when stopped early or interrupted, and the finished result stored
-    (its checkpoint removed). Checkpoints are written only between rounds: a round interrupted half-way (its
-    tables updated, its row not yet kept) is never saved; the last checkpoint stands and the round replays.
-    """
-    cfg = sim.cfg
-    clock = _CpuClock()
-    started, t0, c0 = sim.round, time.perf_counter(), clock.now()
-    saved_at, save_cost = t0, 0.0
-    between_rounds = True
-    try:
-        with _sigint_at_round_end() as interrupted:
-            while sim.round < cfg.rounds:
-                if interrupted():
-                    raise KeyboardInterrupt
-                if should_stop is not None and should_stop():
-                    break
-                if getattr(sim, "dp", None) is not None and sim.dp.budget_spent(sim.rows):  # the result's notes say why
-                    break
-                between_rounds = False
-                row = sim.step()
-                between_rounds = True
-                if after_step is not None:
-                    after_step(sim, row)
-                if (folder is not None and sim.round % cfg.checkpoint_every == 0 and sim.round < cfg.rounds
-                        and time.perf_counter() - saved_at >= CHECKPOINT_OVERHEAD * save_cost):
-                    t1 = time.perf_counter()
-                    save_checkpoint(sim, folder)
-                    saved_at = time.perf_counter()
-                    save_cost = saved_at - t1
-    except KeyboardInterrupt:
-        if folder is not None:
-            if between_rounds and sim.round > started:
-                save_checkpoint(sim, folder)
-                print(f"\ninterrupted after round {sim.round}; run the same command again to resume",
-                      file=sys.stderr)
-            elif not between_rounds:
-                print(f"\ninterrupted during round {sim.round + 1}; its partial work is dropped and the run "
-                      "resumes from its last checkpoint", file=sys.stderr)
-        raise
-    complete = sim.round >= cfg.rounds or (getattr(sim, "dp", None) is not None and sim.dp.budget_spent(sim.rows))
-    res = sim.result(complete)
-    if folder is not None:
-        if complete:  # the timing first: a result.json marks the run as stored
-            _check_whole(res.table, sim.round)  # every round played, once (a DP budget may stop it early)
-            save_timing(folder, time.perf_counter() - t0, clock.now() - c0, clock.name, started, cfg.rounds)
-            res.save(folder)
-            (folder / CHECKPOINT).unlink(missing_ok=True)
-        elif sim.round > started:
-            save_checkpoint(sim, folder)
-    return res
-
-
-def _check_whole(table, rounds: int) -> None:
-    """Refuse to store as complete a table that does not hold every round once, in order."""
-    got = table["round"].tolist() if "round" in table else []
-    if got != list(range(rounds)):
-        raise RuntimeError(f"not storing the run as complete: its table holds rounds {got[:3]}...{got[-3:]} "
-                           f"({len(got)} rows), not 0..{rounds - 1}")
-
-
 def run(cfg: RunConfig, *, data: InteractionData | None = None, cache_dir: Path | str | None = None,
         use_cache: bool = True, progress: bool = True, on_round: Callable[[dict], None] | None = None,
         should_stop: Callable[[], bool] | None = None) -> Result:
@@ -827,82 +609,6 @@ def run(cfg: RunConfig, *, data: InteractionData | None = None, cache_dir: Path 
                       on_round=on_round, should_stop=should_stop,
                       postfix=lambda row: {"hr": f"{row['hr']:.3f}", "ndcg": f"{row['ndcg']:.3f}"}
                       if "hr" in row else None)
-
-
-def run_cached(make_sim: Callable[[], object], folder: Path | None, load: Callable[[Path], object],
-               make_bar: Callable[[int], object] | None = None, **kw):
-    """The body of every cached `run()` (this engine's and FAIR's): `train_cached` with rounds played under a
-    progress bar from `make_bar(start round)`. folder None: no cache, train from round 0. `kw`:
-    `run_with_progress`'s on_round, should_stop, postfix."""
-    if folder is None:
-        sim = make_sim()
-        return run_with_progress(sim, None, make_bar(0) if make_bar else None, **kw)
-    res = train_cached(make_sim, folder, load,
-                       lambda sim, _resumed: run_with_progress(sim, folder, make_bar(sim.round) if make_bar else None,
-                                                               **kw),
-                       should_stop=kw.get("should_stop"))
-    return res if res is not None else make_sim().result(False)  # stopped while another process trained it
-
-
-def train_cached(make_sim: Callable[[], object], folder: Path, load: Callable[[Path], object],
-                 train: Callable[[object, bool], object], *, should_stop: Callable[[], bool] | None = None,
-                 on_wait: Callable[[], None] | None = None):
-    """A stored result at once; otherwise one trainer per config across processes (`one_trainer`: a second one
-    waits, then reads the first's result or resumes from its checkpoint) and `train(sim, resumed)` plays the
-    rounds of a simulation resumed from the folder's checkpoint if it has one. A stored result that fails its
-    check (`read_stored`) is reported and recomputed. None when `should_stop()` turned true while another process
-    held the config. Shared by `run_cached` and the app's jobs (which publish each round to their pages)."""
-    res = read_stored(folder, load, quiet=True)  # reported below, once the lock is held
-    if res is not None:
-        return res
-    with one_trainer(folder, should_stop, on_wait) as mine:
-        res = read_stored(folder, load)  # the trainer this one waited for may have finished it
-        if res is not None:
-            return res
-        if not mine:
-            return None
-        (folder / "result.json").unlink(missing_ok=True)  # a damaged one: the folder is no longer stored
-        sim = make_sim()
-        resumed = resume(sim, folder)
-        if not resumed and sim.round:  # a checkpoint that failed half-way through loading: a fresh start
-            sim = make_sim()
-        return train(sim, resumed)
-
-
-def read_stored(folder: Path, load: Callable[[Path], object], quiet: bool = False):
-    """The result stored in `folder`, or None when there is none or it fails to load (damaged, truncated, edited,
-    or stored without a checksum: `results.verify`); such a failure is reported as a warning naming the file, and
-    the caller recomputes the run."""
-    if not (folder / "result.json").exists():
-        return None
-    try:
-        return load(folder)
-    except (ValueError, KeyError, TypeError, OSError) as e:  # DamagedResult is a ValueError
-        if not quiet:
-            warnings.warn(f"the stored result in {folder} is not used ({e}); recomputing it", stacklevel=2)
-        return None
-
-
-def run_with_progress(sim, folder: Path | None, bar=None, *, on_round: Callable[[dict], None] | None = None,
-                      should_stop: Callable[[], bool] | None = None,
-                      postfix: Callable[[dict], dict | None] | None = None):
-    """`train_rounds` with a progress bar, a per-round callback and a checkpoint on Ctrl-C: the body of every
-    `run()` (this engine's and FAIR's; any simulation with cfg, round, step, state, load_state, result)."""
-
-    def after_step(_sim, row: dict) -> None:
-        if on_round is not None:
-            on_round(row)
-        if bar is not None:
-            bar.update(1)
-            shown = postfix(row) if postfix is not None else None
-            if shown:
-                bar.set_postfix(shown)
-
-    try:
-        return train_rounds(sim, folder, should_stop=should_stop, after_step=after_step)
-    finally:
-        if bar is not None:
-            bar.close()
 
 
 def _progress(cfg: RunConfig, start: int):

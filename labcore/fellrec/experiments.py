@@ -106,16 +106,17 @@ def _cost(cfg) -> float:
 
 def _train_one(cfg):
     r = run(cfg)
-    return cfg.key(), r.meta.get("cpu_seconds")
+    return cfg.key(), (r.timing or {}).get("cpu_seconds")
 
 
 def prefetch(configs_by_card: dict[str, list[FellrecConfig]], jobs: int) -> dict[str, float | None]:
     """Train every uncached run behind these cards once (the union of their configs) in `jobs` processes,
     longest first; returns the CPU seconds of each run trained."""
+    from ..runner.store import stored
     from .federated import FOUNDATION_FIELDS, cache_dir, foundation
 
     cfgs = {c.key(): c for cs in configs_by_card.values() for c in cs}
-    todo = [c for k, c in cfgs.items() if not (cache_dir() / "runs" / k / "meta.json").exists()]
+    todo = [c for k, c in cfgs.items() if not stored(cache_dir() / "runs" / k)]
     for c in {tuple(getattr(c, f) for f in FOUNDATION_FIELDS): c for c in todo}.values():
         foundation(c)  # each foundation once, before the workers share it through the cache
     return dict(result for _, result in in_processes(_train_one, todo, jobs, cost=_cost, desc="fellrec runs"))
@@ -124,14 +125,12 @@ def prefetch(configs_by_card: dict[str, list[FellrecConfig]], jobs: int) -> dict
 def runs_meta(cfgs: list[FellrecConfig]) -> dict:
     """What a stored card keeps of its runs: the wall-clock and CPU seconds each took when it was trained (from
     the run cache) and the load averages they were trained under."""
-    import json
-
     from ..figures.registry import timing_meta
+    from ..runner.store import load_timing
     from .federated import cache_dir
 
-    paths = {c.key(): cache_dir() / "runs" / c.key() / "meta.json" for c in cfgs}
-    metas = {k: json.loads(p.read_text()) if p.exists() else {} for k, p in paths.items()}
-    return {**timing_meta(metas), "runs_load_avg": sorted({m["load_avg"] for m in metas.values() if "load_avg" in m})}
+    times = {c.key(): load_timing(cache_dir() / "runs" / c.key()) for c in cfgs}
+    return {**timing_meta(times), "runs_load_avg": sorted({t["load_avg"] for t in times.values() if t})}
 
 
 def run_all(configs, progress=False):

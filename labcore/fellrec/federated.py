@@ -7,10 +7,9 @@ FedAvg, FedProx, Ditto, FELLRec (Algorithm 1), or centrally (the BIGRec row of T
 """
 from __future__ import annotations
 
-import json
-import os
 import time
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +17,7 @@ import pandas as pd
 import torch
 
 from ..diverged import check_finite
+from ..runner.store import timing
 from ..runtime import default_cache_dir, use_threads
 from ..net.message import array_part, serialize_part
 from .aggregate import cosine_similarity_matrix, fedavg, fellrec_aggregate, flatten
@@ -130,9 +130,10 @@ class FedResult:
     clients: pd.DataFrame  # one row per client: users, samples, R@10, R@20, N@10, N@20 (test)
     rounds: pd.DataFrame  # one row per (round, client): loss, w, val_R@10
     ledger: pd.DataFrame  # one row per (round, direction, part): measured bytes
-    seconds: float = 0.0
     notes: str = ""
-    meta: dict = field(default_factory=dict)
+    timing: dict | None = None  # labcore.runner.store.timing of the training
+
+    TABLES = ("clients", "rounds", "ledger")
 
     def overall(self) -> dict:
         """User-weighted means over every client user, and the imbalance of R@10 across clients."""
@@ -141,19 +142,17 @@ class FedResult:
         return overall(self.clients)
 
     def save(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        self.clients.to_csv(folder / "clients.csv", index=False)
-        self.rounds.to_csv(folder / "rounds.csv", index=False)
-        self.ledger.to_csv(folder / "ledger.csv", index=False)
-        (folder / "meta.json").write_text(json.dumps({"config": self.config.to_dict(), "seconds": self.seconds,
-                                                      "notes": self.notes, **self.meta}, default=list))
+        from ..runner.store import save_run
+
+        save_run(folder, {n: getattr(self, n) for n in self.TABLES},
+                 {"config": self.config.to_dict(), "notes": self.notes}, self.timing)
 
     @classmethod
     def load(cls, folder: Path, cfg: FellrecConfig) -> "FedResult":
-        meta = json.loads((folder / "meta.json").read_text())
-        return cls(cfg, pd.read_csv(folder / "clients.csv"), pd.read_csv(folder / "rounds.csv"),
-                   pd.read_csv(folder / "ledger.csv"), meta.get("seconds", 0.0), meta.get("notes", ""),
-                   {k: meta[k] for k in ("cpu_seconds", "load_avg") if k in meta})
+        from ..runner.store import load_run
+
+        tables, meta = load_run(folder, cls.TABLES)
+        return cls(cfg, *(tables[n] for n in cls.TABLES), meta.get("notes", ""), meta.get("timing"))
 
 
 def lora_bytes(state: dict, layers: list[int]) -> int:
@@ -166,9 +165,14 @@ def lora_bytes(state: dict, layers: list[int]) -> int:
 
 
 def run(cfg: FellrecConfig, progress: bool = False, use_cache: bool = True) -> FedResult:
+    from ..runner.store import DamagedResult, stored
+
     folder = cache_dir() / "runs" / cfg.key()
-    if use_cache and (folder / "meta.json").exists():
-        return FedResult.load(folder, cfg)
+    if use_cache and stored(folder):
+        try:
+            return FedResult.load(folder, cfg)
+        except DamagedResult as e:
+            warnings.warn(f"the stored run in {folder} is not used ({e}); recomputing it", stacklevel=2)
     res = _train(cfg, progress)
     if use_cache:
         res.save(folder)
@@ -259,8 +263,7 @@ def _train(cfg: FellrecConfig, progress: bool, trace: list | None = None) -> Fed
                      **{k: float(v.mean()) for k, v in m.items()}})
     return FedResult(cfg, pd.DataFrame(crow), pd.DataFrame(rows),
                      pd.DataFrame(ledger, columns=["round", "direction", "part", "bytes"]),
-                     time.perf_counter() - t0, data.notes,
-                     {"cpu_seconds": round(time.process_time() - cpu0, 1), "load_avg": round(os.getloadavg()[0], 1)})
+                     data.notes, timing(time.perf_counter() - t0, time.process_time() - cpu0, rounds=cfg.rounds))
 
 
 def _aggregation_rows(t: int, states, d: torch.Tensor) -> list[dict]:

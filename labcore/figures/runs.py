@@ -61,7 +61,7 @@ def is_cached(cfg: RunConfig) -> bool:
 
 def _stored_sound(folder: Path) -> bool:
     """A result is stored in `folder` and matches its integrity record (a damaged one is trained again)."""
-    from ..results import verify
+    from ..runner.store import verify
 
     if not (folder / "result.json").exists():
         return False
@@ -77,7 +77,9 @@ def _train_one(cfg: RunConfig, progress: bool = False):
 
     The row is measured here when this process trained the run; for a run read from the cache it is the
     timing the training process stored beside the result (`cpu_source` "stored"), or None if there is none."""
-    from ..fed.engine import default_cache_dir, load_timing, run
+    from ..fed.engine import run
+    from ..runner.store import load_timing
+    from ..runtime import default_cache_dir
 
     folder = default_cache_dir() / cfg.key()
     cached = _stored_sound(folder)

@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import math
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,6 +114,9 @@ class FLResult:
     history: pd.DataFrame  # one row per evaluation
     clients: pd.DataFrame  # per-client numbers at the end
     ledger: pd.DataFrame  # measured bytes per round, direction and part
+
+
+RESULT_TABLES = ("history", "clients", "ledger")  # FLResult's tables, stored in this order
 
 
 class Simulation:
@@ -289,29 +293,28 @@ def cache_dir() -> Path:
 
 
 def run(cfg: FLConfig, progress=None, cache: bool = True) -> FLResult:
-    """A run, read from `cache_dir()/<cfg.key()>/` when it was played before."""
-    folder = cache_dir() / cfg.key()
-    names = ("history", "clients", "ledger")
-    if cache and all((folder / f"{n}.csv").exists() for n in names):
-        return FLResult(cfg, *(pd.read_csv(folder / f"{n}.csv") for n in names))
-    from ..fed.engine import save_timing
+    """A run, read from `cache_dir()/<cfg.key()>/` when it was played before (`labcore.runner.store`)."""
+    from ..runner.store import DamagedResult, load_run, save_run, stored, timing
 
+    folder = cache_dir() / cfg.key()
+    if cache and stored(folder):
+        try:
+            tables, _ = load_run(folder, RESULT_TABLES)
+            return FLResult(cfg, *(tables[n] for n in RESULT_TABLES))
+        except DamagedResult as e:
+            warnings.warn(f"the stored run in {folder} is not used ({e}); recomputing it", stacklevel=2)
     one_thread()
     t0, c0 = time.perf_counter(), time.process_time()
     res = Simulation(cfg).run(progress)
     if cache:
-        folder.mkdir(parents=True, exist_ok=True)
-        for n in names:
-            tmp = folder / f"{n}.csv.tmp"
-            getattr(res, n).to_csv(tmp, index=False)
-            tmp.replace(folder / f"{n}.csv")
-        save_timing(folder, time.perf_counter() - t0, time.process_time() - c0, "process", 0, cfg.rounds)
+        save_run(folder, {n: getattr(res, n) for n in RESULT_TABLES}, {"config": cfg.to_dict()},
+                 timing(time.perf_counter() - t0, time.process_time() - c0, rounds=cfg.rounds))
     return res
 
 
 def run_times(configs: list[FLConfig]) -> dict:
     """What a stored card keeps of its runs' times (`timing_meta`: by run key, as each was trained)."""
-    from ..fed.engine import load_timing
     from ..figures.registry import timing_meta
+    from ..runner.store import load_timing
 
     return timing_meta({c.key(): load_timing(cache_dir() / c.key()) for c in dict.fromkeys(configs)})

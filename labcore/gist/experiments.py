@@ -3,11 +3,11 @@
     summaries(configs, jobs=2)   -> one row per config (fields + test/val accuracies in %)
     over_seeds(frame)            -> mean and std over seeds
 
-The cache lives in `labcore.fed.engine.default_cache_dir()/gist/` (one small JSON per run).
+The cache lives in `labcore.runtime.default_cache_dir()/gist/<key>/` (`labcore.runner.store`).
 """
 from __future__ import annotations
 
-import json
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -24,13 +24,25 @@ def cache_dir() -> Path:
     return default_cache_dir() / "gist"
 
 
-def _path(cfg: GistConfig) -> Path:
-    return cache_dir() / f"{cfg.key()}.json"
+def _folder(cfg: GistConfig) -> Path:
+    return cache_dir() / cfg.key()
 
 
 def cached(cfg: GistConfig) -> dict | None:
-    p = _path(cfg)
-    return json.loads(p.read_text()) if p.exists() else None
+    """A stored run as `train_one` returns it, or None (also for a damaged one, which is trained again)."""
+    from ..runner.store import DamagedResult, load_run, stored
+
+    folder = _folder(cfg)
+    if not stored(folder):
+        return None
+    try:
+        tables, meta = load_run(folder, ("curve",))
+    except DamagedResult as e:
+        warnings.warn(f"the stored run in {folder} is not used ({e}); recomputing it", stacklevel=2)
+        return None
+    spent = meta.get("timing") or {}
+    return {**meta["summary"], "seconds": spent.get("seconds"), "cpu_seconds": spent.get("cpu_seconds"),
+            "curve": tables["curve"].to_dict("list"), "bytes_up_per_subnet": meta["bytes_up_per_subnet"]}
 
 
 def train_one(cfg: GistConfig) -> dict:
@@ -40,20 +52,17 @@ def train_one(cfg: GistConfig) -> dict:
         return hit
     import time
 
+    from ..runner.store import save_run, timing
     from .simulate import run
 
     t0, c0 = time.perf_counter(), time.process_time()
     res = run(cfg)
-    out = {k: 100.0 * v if k in METRICS else v for k, v in res.summary().items()}
-    out["seconds"], out["cpu_seconds"] = time.perf_counter() - t0, time.process_time() - c0  # one thread
-    out["curve"] = res.history[["epoch", "val_acc", "test_acc", "train_loss"]].round(5).to_dict("list")
-    out["bytes_up_per_subnet"] = res.bytes_per_subnet("up")
-    p = _path(cfg)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_suffix(".tmp")
-    tmp.write_text(json.dumps(out))
-    tmp.replace(p)
-    return out
+    summary = {k: 100.0 * v if k in METRICS else v for k, v in res.summary().items()}
+    spent = timing(time.perf_counter() - t0, time.process_time() - c0)  # one thread
+    curve = res.history[["epoch", "val_acc", "test_acc", "train_loss"]].round(5)
+    save_run(_folder(cfg), {"curve": curve}, {"config": cfg.to_dict(), "summary": summary,
+                                              "bytes_up_per_subnet": res.bytes_per_subnet("up")}, spent)
+    return cached(cfg)
 
 
 def prefetch(configs_by_card: dict[str, list[GistConfig]], jobs: int) -> None:

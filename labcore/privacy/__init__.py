@@ -6,8 +6,8 @@ Schemes (selected by name in the engine configuration):
   * "secagg"   - exact secure aggregation with pairwise masks and dropout recovery  (secagg.py)
   * "chain"    - STTFedRec's circular secret-sharing chain  (chain.py)
 params.py holds the CKKS parameter rules (no TenSEAL import: the run configuration uses them);
-attacks.py runs the item-recovery attack on plain and protected views, server_attack.py
-on what the server receives in engine runs (labcore.fed.secure plugs the schemes into the engine);
+attacks.py runs the item-recovery attack on plain and protected views (`labcore.colr.curious_server` runs it
+on what the server receives in engine runs; labcore.fed.secure plugs the schemes into the engine);
 costs.py is the CKKS cost explorer and CoLR's Table 3.
 
 Modules are imported lazily so that importing labcore.privacy does not load
@@ -69,8 +69,6 @@ _EXPORTS = {
     "topk_index_leak": "attacks",
     "server_view_rows": "attacks",
     "attack_protected_view": "attacks",
-    "curious_server": "server_attack",
-    "attack_summary": "server_attack",
     # costs
     "ckks_costs": "costs",
     "table3_rows": "costs",

@@ -17,7 +17,7 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 # its coming default (it warns at every first start otherwise)
 os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
 
-RESULT_FILES = ("table.csv", "ledger.csv", "timing.json", "result.json")  # result.json last: it marks "cached"
+RESULT_FILES = ("table.csv", "ledger.csv", "result.json")  # result.json last: it marks "cached" (runner.store)
 
 
 def connect(address: str | None = None, num_cpus: int | None = None, attempts: int = 3) -> None:

@@ -111,8 +111,8 @@ def table2(size: str = "smoke", progress: bool = False) -> pd.DataFrame:
     for cfg, res in zip(cfgs, run_all(cfgs, progress)):
         steps = cfg.max_steps if cfg.framework == "centralized" else cfg.rounds
         rows.append({"model": cfg.label(), "framework": cfg.framework, "tower": cfg.tower, **res.final,
-                     "rounds_or_steps": steps, "train_seconds": res.meta.get("train_seconds"),
-                     "train_cpu_seconds": res.meta.get("train_cpu_seconds"), "key": cfg.key()})
+                     "rounds_or_steps": steps, "train_seconds": (res.timing or {}).get("seconds"),
+                     "train_cpu_seconds": (res.timing or {}).get("cpu_seconds"), "key": cfg.key()})
     return pd.DataFrame(rows)
 
 
@@ -205,11 +205,12 @@ def _train(cfg: STTConfig) -> str:
 def prefetch(configs_by_card: dict[str, list[STTConfig]], jobs: int) -> None:
     """Train every uncached run behind these cards once (the union of their configs) in `jobs` processes, one
     torch thread each, longest first (`labcore figure 'sttfedrec-*' --full --save --jobs 2`)."""
+    from ..runner.store import stored
     from ..runtime import in_processes
     from .frameworks import cache_dir
 
     cfgs = {c.key(): c for cs in configs_by_card.values() for c in cs}
-    todo = [c for k, c in cfgs.items() if not (cache_dir() / k / "result.json").exists()]
+    todo = [c for k, c in cfgs.items() if not stored(cache_dir() / k)]
     for _ in in_processes(_train, todo, jobs, desc="sttfedrec runs",
                           cost=lambda c: (c.max_steps if c.framework == "centralized" else c.rounds)
                           * c.clients_per_round):
@@ -219,14 +220,10 @@ def prefetch(configs_by_card: dict[str, list[STTConfig]], jobs: int) -> None:
 def runs_meta(cfgs: list[STTConfig]) -> dict:
     """What the stored result keeps of its runs: the seconds each took when it was trained (from the run cache)."""
     from ..figures.registry import timing_meta
+    from ..runner.store import load_timing
     from .frameworks import cache_dir
 
-    seconds = {}
-    for c in cfgs:
-        meta_path = cache_dir() / c.key() / "result.json"
-        meta = json.loads(meta_path.read_text()).get("meta", {}) if meta_path.exists() else {}
-        seconds[c.key()] = {"seconds": meta.get("train_seconds"), "cpu_seconds": meta.get("train_cpu_seconds")}
-    return timing_meta(seconds)
+    return timing_meta({c.key(): load_timing(cache_dir() / c.key()) for c in cfgs})
 
 
 def load_table(name: str, folder: Path | None = None) -> tuple[pd.DataFrame, dict] | None:

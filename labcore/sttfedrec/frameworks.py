@@ -51,10 +51,10 @@ lr_t = lr (1 - lr_decay) ** (t // decay_every) ("Adam with decay").
 """
 from __future__ import annotations
 
-import json
 import math
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -374,22 +374,25 @@ class STTResult:
     final: dict  # auc, p10, ndcg10 on every test user
     ledger: pd.DataFrame  # Ledger.COLUMNS (+ link): measured bytes of the recorded rounds
     meta: dict = field(default_factory=dict)
+    timing: dict | None = None  # labcore.runner.store.timing of the training
     cached: bool = False
 
+    TABLES = ("history", "ledger")
+
     def save(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        self.history.to_csv(folder / "history.csv", index=False)
-        self.ledger.to_csv(folder / "ledger.csv", index=False)
-        (folder / "result.json").write_text(json.dumps({"config": self.config.to_dict(), "final": self.final,
-                                                         "meta": self.meta}, indent=1, default=str))
+        from ..runner.store import save_run
+
+        save_run(folder, {"history": self.history, "ledger": self.ledger},
+                 {"config": self.config.to_dict(), "final": self.final, "meta": self.meta}, self.timing)
 
     @staticmethod
     def load(folder: Path) -> "STTResult":
+        from ..runner.store import load_run
         from .config import from_dict
 
-        d = json.loads((folder / "result.json").read_text())
-        return STTResult(from_dict(d["config"]), pd.read_csv(folder / "history.csv"),
-                         d["final"], pd.read_csv(folder / "ledger.csv"), d.get("meta", {}), cached=True)
+        tables, d = load_run(folder, STTResult.TABLES)
+        return STTResult(from_dict(d["config"]), tables["history"], d["final"], tables["ledger"], d.get("meta", {}),
+                         d.get("timing"), cached=True)
 
 
 def cache_dir() -> Path:
@@ -714,9 +717,14 @@ def run_fcf(cfg: STTConfig, bundle: Bundle, progress: bool = False) -> tuple[dic
 def run(cfg: STTConfig, *, use_cache: bool = True, progress: bool = False, bundle: Bundle | None = None,
         on_round: Callable[[dict], None] | None = None) -> STTResult:
     """Train and evaluate one configuration (cached on disk under $LABCORE_CACHE/sttfedrec/<key>/)."""
+    from ..runner.store import DamagedResult, stored, timing
+
     folder = cache_dir() / cfg.key()
-    if use_cache and (folder / "result.json").exists():
-        return STTResult.load(folder)
+    if use_cache and stored(folder):
+        try:
+            return STTResult.load(folder)
+        except DamagedResult as e:
+            warnings.warn(f"the stored run in {folder} is not used ({e}); recomputing it", stacklevel=2)
     use_one_thread()
     bundle = bundle or load_bundle(cfg)
     t0, c0 = time.perf_counter(), time.process_time()
@@ -745,11 +753,10 @@ def run(cfg: STTConfig, *, use_cache: bool = True, progress: bool = False, bundl
         rows = tr.rows
         ledger = tr.ledger.frame().join(pd.DataFrame([r.get("link") for r in tr.ledger.rows], columns=["link"]))
         meta["params_user"], meta["params_item"] = n_params(tr.model.user), n_params(tr.model.item)
-    meta["train_seconds"] = round(time.perf_counter() - t0, 1)
-    meta["train_cpu_seconds"] = round(time.process_time() - c0, 1)
+    spent = timing(time.perf_counter() - t0, time.process_time() - c0, rounds=cfg.rounds)
     hist = pd.DataFrame(rows).reindex(columns=list(HISTORY_COLUMNS))
     final = {k: float(final[k]) for k in ("auc", "p10", "ndcg10")}
-    res = STTResult(cfg, hist, final, ledger, meta)
+    res = STTResult(cfg, hist, final, ledger, meta, spent)
     if use_cache:
         res.save(folder)
     return res

@@ -129,7 +129,7 @@ def simulate(cfg: WirelessConfig, progress: Callable[[float], None] | None = Non
     """Play `cfg.iterations` rounds; return (per-iteration table, payload ledger)."""
     from ..runtime import use_threads
 
-    use_threads()  # one intra-op thread: these tensors are small (see labcore.fed.engine.use_threads)
+    use_threads()  # one intra-op thread: these tensors are small (see labcore.runtime.use_threads)
     sim = WirelessFedAvg(cfg, problem)
     for t in range(cfg.iterations):
         sim.step()

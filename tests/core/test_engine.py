@@ -7,7 +7,9 @@ import torch
 
 from labcore.config import ConfigError, RunConfig
 from labcore.fed import sampling as S
-from labcore.fed.engine import CHECKPOINT, Simulation, default_cache_dir, run
+from labcore.fed.engine import Simulation, run
+from labcore.runner.checkpoint import CHECKPOINT
+from labcore.runtime import default_cache_dir
 from labcore.fed.local_train import LowRank, train_cohort
 from oracles.fed_loop import train_clients_loop
 from labcore.net.message import frame_bytes

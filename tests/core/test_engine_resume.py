@@ -15,11 +15,15 @@ import pandas as pd
 import pytest
 import torch
 
-import labcore.results
+import labcore.runner.store
 from conftest import make_tiny
 from labcore.config import RunConfig
 from labcore.fed import engine
-from labcore.fed.engine import CHECKPOINT, Simulation, load_checkpoint, run, run_with_progress, train_cached
+from labcore.fed.engine import Simulation, run
+from labcore.runner.cached import run_with_progress, train_cached
+from labcore.runner import checkpoint
+from labcore.runner.checkpoint import CHECKPOINT, load_checkpoint
+from labcore.runner.rounds import train_rounds
 from labcore.fed.scaffold import ControlVariates
 from labcore.results import Result
 
@@ -67,7 +71,7 @@ PHASES = {  # phase: (owner, attribute, which call raises, algorithms that reach
     "evaluate": (Simulation, "evaluate", 2, ("colr", "fedmf", "scaffold")),
     "rank_statistics": (Simulation, "_effective_rank", 3, ("colr", "fedmf", "scaffold")),
     "checkpoint_write": (torch, "save", 1, ("colr", "fedmf", "scaffold")),
-    "store": (labcore.results, "write_atomic", 1, ("colr", "fedmf", "scaffold")),
+    "store": (labcore.runner.store, "write_atomic", 1, ("colr", "fedmf", "scaffold")),
 }
 
 
@@ -85,7 +89,7 @@ def _play(cfg, data, folder, after_round=None):
 
 
 def _state_tensors(sim) -> dict:
-    st = engine._plain(sim.state())
+    st = checkpoint._plain(sim.state())
     out = {"Q": st["Q"], "P": st["P"]}
     for part in ("variates", "server"):
         for k, v in (st.get(part) or {}).items():
@@ -123,7 +127,7 @@ def references():
     for name, extra in ALGORITHMS.items():
         cfg = RunConfig(**COMMON, **extra)
         sim = Simulation(cfg, data)
-        out[name] = (sim, engine.train_rounds(sim, None))
+        out[name] = (sim, train_rounds(sim, None))
     return data, out
 
 

@@ -187,7 +187,7 @@ def test_a_slow_checkpoint_is_not_repeated_before_ten_times_its_cost_went_to_tra
     periodic checkpoint waiting for CHECKPOINT_OVERHEAD times its own writing time; a stop still writes one."""
     import types
 
-    from labcore.fed import engine
+    from labcore.runner import rounds
 
     clock = {"t": 0.0}
 
@@ -201,11 +201,11 @@ def test_a_slow_checkpoint_is_not_repeated_before_ten_times_its_cost_went_to_tra
         clock["t"] += 1000.0  # writing took 1000 ticks: the next periodic one waits for 10,000 ticks of training
         saved.append(sim.round)
 
-    real = engine.time  # only the wall clock is faked: the run's CPU clock stays the real one
-    monkeypatch.setattr(engine, "time", types.SimpleNamespace(perf_counter=tick, process_time=real.process_time,
+    real = rounds.time  # only the wall clock is faked: the run's CPU clock stays the real one
+    monkeypatch.setattr(rounds, "time", types.SimpleNamespace(perf_counter=tick, process_time=real.process_time,
                                                                thread_time=real.thread_time))
-    monkeypatch.setattr(engine, "save_checkpoint", slow_save)
+    monkeypatch.setattr(rounds, "save_checkpoint", slow_save)
     sim = Simulation(RunConfig(scaffold=True, checkpoint_every=2, **FAST), tiny)
     stops = iter([False] * 9 + [True])
-    engine.train_rounds(sim, tmp_path, should_stop=lambda: next(stops))
+    rounds.train_rounds(sim, tmp_path, should_stop=lambda: next(stops))
     assert saved == [2, 9]  # round 2's, then none until the stop at round 9 (without the wait: 2, 4, 6, 8, 9)

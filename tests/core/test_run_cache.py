@@ -11,8 +11,11 @@ from filelock import FileLock
 
 from conftest import shared_data
 from labcore.config import RunConfig
-from labcore.fed.engine import CHECKPOINT, default_cache_dir, load_timing, run
-from labcore.fed.trainer_lock import LOCK_NAME
+from labcore.fed.engine import run
+from labcore.runner.checkpoint import CHECKPOINT
+from labcore.runner.lock import LOCK_NAME
+from labcore.runner.store import load_timing
+from labcore.runtime import default_cache_dir
 
 CFG = dict(method="colr", synthetic_size="tiny", clients_per_round=8, local_epochs=2, batch_size=16, dim=8, rank=2,
            eval_every=10, rank_every=10)

@@ -16,8 +16,9 @@ import pytest
 from labcore import RunConfig, run
 from labcore.app import jobs
 from labcore.cli import main as cli_main
-from labcore.fed.engine import CHECKPOINT, CHECKSUM_TAG
-from labcore.results import INTEGRITY, DamagedResult, Result, verify
+from labcore.runner.checkpoint import CHECKPOINT, CHECKSUM_TAG
+from labcore.results import Result
+from labcore.runner.store import INTEGRITY, DamagedResult, verify
 
 ROOT = Path(__file__).resolve().parents[2]
 CFG = RunConfig(method="colr", synthetic_size="tiny", dim=8, rank=2, rounds=6, clients_per_round=8, local_epochs=1,

@@ -11,7 +11,7 @@ import torch
 
 from conftest import shared_data
 from labcore import RunConfig, run
-from labcore.fed.engine import CHECKPOINT, CHECKSUM_TAG
+from labcore.runner.checkpoint import CHECKPOINT, CHECKSUM_TAG
 from labcore.gist import planetoid
 from labcore.sdp import graphs
 

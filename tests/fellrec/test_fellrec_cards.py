@@ -4,7 +4,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from labcore.fed.engine import use_threads
+from labcore.runtime import use_threads
 
 from labcore.fellrec import exercises as ex
 from labcore.fellrec.experiments import base, heating

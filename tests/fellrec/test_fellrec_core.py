@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from labcore.fed.engine import use_threads
+from labcore.runtime import use_threads
 import torch
 
 from labcore.fellrec import aggregate as A

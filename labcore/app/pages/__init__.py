@@ -1,7 +1,7 @@
 """The lab's navigation: the core pages here, then every topic's pages (`labcore.topics`).
 
-The core pages (Explorer, Lesson, Compare, Encryption, Paper figures) are generic over the engine's methods and
-every topic's cards; a topic's own pages live in its folder (`labcore/<topic>/page.py`) and are declared in
+The core pages (Explorer, Lesson, Compare, Paper figures) are generic over the engine's methods and every
+topic's cards; a topic's own pages live in its folder (`labcore/<topic>/page.py`) and are declared in
 its `topic.py`. Pages are files (not callables) run by `st.navigation` as a page script (their `render()`),
 so that `AppTest.switch_page(<file>)` reaches each of them in the tests.
 """
@@ -17,7 +17,6 @@ CORE_PAGES = {
     "explorer": ("Explorer", ":material/tune:"),
     "lesson": ("Lesson", ":material/school:"),
     "compare": ("Compare", ":material/compare_arrows:"),
-    "encryption": ("Encryption", ":material/lock:"),
     "figures": ("Paper figures", ":material/insert_chart:"),
 }
 

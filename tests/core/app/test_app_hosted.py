@@ -57,7 +57,8 @@ CRAFTED = [
 ]
 
 
-def _open(page: str, query: dict) -> AppTest:
+def _open(page: str, query: dict, started: list | None = None) -> AppTest:
+    """The app at `page` with the link's `query`; `started` (the fixture) then lists what that page started."""
     from labcore.app.pages import CORE_PAGES, page_file
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
@@ -66,6 +67,8 @@ def _open(page: str, query: dict) -> AppTest:
         if page not in CORE_PAGES:  # AppTest finds a topic page by its path only once st.navigation ran
             at.query_params.clear()
             at.run()
+            if started is not None:
+                started.clear()  # the Explorer's default run, on the way
             at.query_params.update(query)
         at.switch_page(str(page_file(page).relative_to(ROOT)))
     at.run()
@@ -89,7 +92,7 @@ def test_a_crafted_link_is_refused_or_bounded(page, query, refused, bounded, sta
     monkeypatch.delenv(budget.WORK_ENV, raising=False)
     monkeypatch.delenv(budget.MEMORY_ENV, raising=False)
     monkeypatch.delenv(budget.ENCRYPTIONS_ENV, raising=False)
-    at = _open(page, query)
+    at = _open(page, query, started)
     assert not at.exception, at.exception
     text = [w.value for w in at.warning]
     for name in refused:
@@ -160,7 +163,7 @@ def _preset_costs(p) -> list:
         cfgs = [x.cfg for x in sweeps.sweep(parsed.cfg, parsed.options["mode"], parsed.options["values"],
                                             parsed.options["base"])[0]]
     if p.page == "encryption":
-        from labcore.privacy.server_attack import played_config
+        from labcore.colr.curious_server import played_config
 
         cfgs = [played_config(parsed.cfg, parsed.options["attack_rounds"], 4)]
     return [budget.cost(c, _dataset(c.dataset, c.synthetic_size)) for c in cfgs]
@@ -265,7 +268,7 @@ def test_a_task_nobody_watches_any_more_is_cancelled_between_its_steps(monkeypat
 
 def test_the_attack_stops_between_rounds_when_nobody_watches():
     from labcore.config import RunConfig
-    from labcore.privacy.server_attack import curious_server
+    from labcore.colr.curious_server import curious_server
 
     cfg = RunConfig(synthetic_size="tiny", dim=8, clients_per_round=10)
     calls = []

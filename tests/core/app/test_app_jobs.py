@@ -110,7 +110,7 @@ def test_a_job_waits_for_another_process_training_its_config_and_shows_that_resu
     app's job waits instead of training it a second time, then shows the stored result."""
     from filelock import FileLock
 
-    from labcore.fed.trainer_lock import LOCK_NAME
+    from labcore.runner.lock import LOCK_NAME
 
     folder = tmp_path / CFG.key()
     folder.mkdir()
@@ -131,7 +131,7 @@ def test_a_job_waits_for_another_process_training_its_config_and_shows_that_resu
 def test_a_job_waiting_for_the_lock_stops_when_nobody_watches(tmp_path):
     from filelock import FileLock
 
-    from labcore.fed.trainer_lock import LOCK_NAME
+    from labcore.runner.lock import LOCK_NAME
 
     folder = tmp_path / CFG.key()
     folder.mkdir()

@@ -1,7 +1,7 @@
 """A curious server on real engine runs: which items did each client interact with?
 
 `curious_server(cfg, rounds)` runs a few rounds of a configuration and, every
-round, applies `recover_interacted_items` (attacks.py) to what the server
+round, applies `recover_interacted_items` (privacy/attacks.py) to what the server
 actually receives from each client under `cfg.encryption`:
 
   none      the client's update in the space the server averages: Delta Q_u
@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .attacks import attack_scores, recover_interacted_items, server_view_rows, topk_index_leak
+from ..privacy.attacks import attack_scores, recover_interacted_items, server_view_rows, topk_index_leak
 
 SCORE_KEYS = ("precision", "recall", "base_rate", "lift", "chance_recall")
 

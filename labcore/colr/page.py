@@ -1,19 +1,20 @@
-"""Encryption: what protecting an upload costs (CKKS cost explorer) and what it protects (the attack)."""
+"""Encryption (CoLR's Section 5): what protecting an upload costs (the CKKS cost explorer, Table 3) and what it
+protects (a curious server's attack on real runs, `curious_server.py`)."""
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
 from labcore import plots
-from labcore.config import ConfigError
+from labcore.config import ConfigError, RunConfig
 from labcore.fed.engine import check_fits
 from labcore.methods.compress import topk_count
 from labcore.privacy.secagg import SecureAggregationError
-from labcore.privacy.server_attack import played_config
 from labcore.app import budget, controls, jobs, notices, runs
 from labcore.app.charts import chart
 from labcore.app.charts import table as grid
 from labcore.app.state import ENCRYPTION as SPEC
+from labcore.colr.curious_server import SCORE_KEYS, attack_summary, curious_server, played_config
 
 SWEEP_RANKS = (1, 2, 4, 8, 16, 32, 64)
 
@@ -181,7 +182,7 @@ def _attack(cfg, vs) -> None:
         st.warning(refused, icon=":material/speed:")
         return
     try:
-        task = runs.curious_server(runs_, rounds, real)
+        task = _attack_task(runs_, rounds, real)
     except jobs.Busy as e:
         st.warning(str(e))
         return
@@ -200,7 +201,6 @@ def _attack(cfg, vs) -> None:
     out = list(task.result)
     if len(out) == 2:  # like with like: the plain run attacked on the very clients attacked under encryption
         out[0] = same_clients(out[0], out[1])
-    from labcore.privacy.server_attack import attack_summary
 
     summary = attack_summary(out)
     chart(plots.attack_bars(summary), key="encryption.attack")
@@ -228,9 +228,29 @@ ATTACK_LABELS = {"what the server attacks": "attacked", "attack precision": "pre
                  "chance recall (a guess as large)": "chance recall", "clients attacked": "clients"}
 
 
+def _attack_task(cfgs: list[RunConfig], rounds: int, real_clients: int | None) -> jobs.Task:
+    """The curious-server attack on `rounds` rounds of each config (in order), as a background task of the hub:
+    shared by the sessions asking for it, queued for a training slot, stopped between rounds when nobody watches.
+    Its result is the list of `curious_server` outputs."""
+    data = [runs.dataset(c) for c in cfgs]
+
+    def work(task: jobs.Task):
+        out = []
+        for c, d in zip(cfgs, data):
+            r = curious_server(c, rounds=rounds, data=d,
+                               real_clients=real_clients if c.encryption != "none" else None,
+                               should_stop=task.should_stop)
+            if r is None:
+                raise jobs.Stopped
+            out.append(r)
+        return out
+
+    key = f"attack:{rounds}:{real_clients}:" + ",".join(c.key() for c in cfgs)
+    return runs.hub().task(key, work, runs.session_id())
+
+
 def same_clients(plain: dict, protected: dict) -> dict:
     """The plain run's attack scores restricted to the (round, client) pairs attacked in the protected run."""
-    from labcore.privacy.server_attack import SCORE_KEYS
 
     keep = set(zip(protected["per_client"]["round"], protected["per_client"]["client"]))
     t = plain["per_client"]
