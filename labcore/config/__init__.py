@@ -65,10 +65,6 @@ class RunConfig(PrivacyConfig, NetworkConfig, AdversaryConfig, HeterogeneityConf
         skip = {f for g in GROUPS.values() for f in g.unused(self)}
         default = _defaults()
         changed = {k: v for k, v in self.to_dict().items() if k not in skip and v != default[k]}
-        if self.dp_mode != "none":
-            changed["store_dp"] = DP_STORE_VERSION
-            if self.dp_mode in ("local", "distributed"):
-                changed["store_dp_on_sum"] = DP_ON_SUM_STORE_VERSION
         return hash_key({"store": STORE_VERSION, **changed})
 
     def small_rank_kernel(self) -> bool:
@@ -125,11 +121,7 @@ class RunConfig(PrivacyConfig, NetworkConfig, AdversaryConfig, HeterogeneityConf
 
 # The version of the stored results: raised with every change of the code that changes the numbers a config gives
 # (a summation order, a random draw, a kernel), so that no result made another way is served for it.
-STORE_VERSION = 1
-# The versions of the DP runs' stored results (all DP runs; local and distributed DP), raised with a change of the
-# code that changes their numbers only, so that theirs are made again and no other stored run is.
-DP_STORE_VERSION = 2
-DP_ON_SUM_STORE_VERSION = 1
+STORE_VERSION = 2
 ROW_QUANTIZED = ("fedmf", "colr", "scolr")  # methods whose uplink is each client's table, held by its touched rows
 FIELD_NAMES = tuple(f.name for f in fields(RunConfig))
 _TYPES = typing.get_type_hints(RunConfig)

@@ -57,19 +57,10 @@ def test_the_key_hashes_the_store_version_and_the_fields_off_their_defaults(monk
     c = RunConfig(method="fedmf", dim=16, lr=0.05)
     assert c.key() == hash_key({"store": config.STORE_VERSION, "method": "fedmf", "dim": 16, "lr": 0.05})
     assert RunConfig(method="colr", rank=4).key() == RunConfig().key()  # CoLR@4 is the default
-    before = {cfg: cfg.key() for cfg in (RunConfig(), c, RunConfig(method="topk", up_bits=8))}
+    dp = RunConfig(method="fedmf", client_schedule="poisson", aggregation="weighted", dp_mode="local")
+    before = {cfg: cfg.key() for cfg in (RunConfig(), c, RunConfig(method="topk", up_bits=8), dp)}
     monkeypatch.setattr(config, "STORE_VERSION", config.STORE_VERSION + 1)
     assert all(cfg.key() != key for cfg, key in before.items())
-
-
-def test_the_dp_store_version_changes_the_keys_of_dp_runs_alone(monkeypatch):
-    from labcore import config
-
-    dp = RunConfig(method="fedmf", client_schedule="poisson", aggregation="weighted", dp_mode="central")
-    plain = dp.replace(dp_mode="none")
-    before = dp.key(), plain.key()
-    monkeypatch.setattr(config, "DP_STORE_VERSION", config.DP_STORE_VERSION + 1)
-    assert dp.key() != before[0] and plain.key() == before[1]
 
 
 def test_fields_that_cannot_change_the_numbers_stay_out_of_the_key():

@@ -245,18 +245,3 @@ def test_the_per_client_path_draws_the_numbers_it_drew_with_whole_tables(monkeyp
             flat = torch.randn(M, n, generator=torch.Generator().manual_seed(M)) * torch.rand(M, 1)
             assert torch.equal(dp.sq_norms(flat), (flat.to(torch.float64) ** 2).sum(1))
             assert torch.equal(dp.clip_updates(flat.clone(), 0.5, overwrite=True), dp.clip_updates(flat, 0.5))
-
-
-def test_only_the_runs_drawing_noise_on_the_sum_change_their_store_key(monkeypatch):
-    """Local and distributed DP draw the noise of the clients no one reads alone on the sum (all of them without
-    protection, all but the real ones under secure aggregation): their stored results are keyed apart. Central DP
-    keeps its numbers, and its key."""
-    from labcore import config
-    base = dict(method="fedmf", client_schedule="poisson", aggregation="weighted", dp_noise_multiplier=1.0)
-    cfgs = {"central": RunConfig(dp_mode="central", **base), "local": RunConfig(dp_mode="local", **base),
-            "distributed": RunConfig(dp_mode="distributed", **base),
-            "distributed secagg": RunConfig(dp_mode="distributed", encryption="secagg", **base)}
-    before = {name: c.key() for name, c in cfgs.items()}
-    monkeypatch.setattr(config, "DP_ON_SUM_STORE_VERSION", config.DP_ON_SUM_STORE_VERSION + 1)
-    changed = {name for name, c in cfgs.items() if c.key() != before[name]}
-    assert changed == {"local", "distributed", "distributed secagg"}
