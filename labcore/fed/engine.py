@@ -250,10 +250,8 @@ class Simulation:
         self.algorithm = algorithm(cfg, data, self.Q, self.P)  # fed/algorithms: the round's hooks
         personal = personalization_class(cfg)
         self.personal = personal(cfg, self.Q, self.P) if personal is not None else None
-        self.malicious = attacks.attackers(data.n_users, cfg.attacker_share, cfg.seed) if cfg.attack != "none" else None
-        self.dba_group = (attacks.dba_groups(self.malicious, cfg.dba_parts) if cfg.attack == "dba" else None)
-        self.target = (cfg.target_item if cfg.target_item >= 0
-                       else attacks.default_target(data.train_items, data.n_items))
+        self.attack = attacks.make(cfg, data)  # None without attackers
+        self.defense = defenses.make(cfg)  # None: the algorithm's weighted average
         self.keep_view = False  # keep what the server saw in the last round (self.view): for the attacks
         self.view: dict | None = None
 
@@ -300,8 +298,9 @@ class Simulation:
             local = LocalResult(local.p, local.update, local.touched, local.loss_sum, local.n_samples,
                                 local.row_update())
 
-        if self.malicious is not None:  # the attackers in the cohort overwrite their update of the target
-            local = self._plant(local, clients, n_pos)
+        if self.attack is not None and self.attack.in_cohort(clients):  # the attackers overwrite their update
+            rows = self.attack.plant(local.row_update(), clients, n_pos, self.Q, self.P)
+            local = dataclasses.replace(local, rows=rows, update=None, touched=None)
         up, up_sent, up_bytes, decoded, agg, he, t1 = self.algorithm.uplink(self, t, local, clients, setup, n_pos,
                                                                             n_steps, n_dropped)
         down = self.method.downlink(agg, setup)
@@ -339,16 +338,14 @@ class Simulation:
         if cfg.rank_every and t % cfg.rank_every == 0:
             row.update(self._effective_rank(local, setup))
             row.update(aggregate_rank_stats(agg, setup))
-        if (t + 1) % cfg.eval_every == 0 or t + 1 == cfg.rounds:
+        evaluated = (t + 1) % cfg.eval_every == 0 or t + 1 == cfg.rounds
+        if evaluated:
             row["hr"], row["ndcg"] = self.evaluate()
             row.update(self.client_loss_stats())
             row.update(self.personal.quality(self) if self.personal is not None
                        else self.algorithm.personal_quality(self))
-            if self.malicious is not None:
-                row["backdoor_success"] = attacks.backdoor_success(self.P, self.Q, data.train_indptr, data.train_items,
-                                                                  self.target, cfg.top_k)
-        if self.malicious is not None:
-            row["attackers"] = int(self.malicious[clients].sum())
+        if self.attack is not None:
+            row.update(self.attack.round_row(self, clients, evaluated))
         prev = self.rows[-1] if self.rows else {"cum_bytes": 0, "wallclock": 0.0}
         row["cum_bytes"] = prev["cum_bytes"] + row["bytes_up"] + row["bytes_down"]
         row["wallclock"] = prev["wallclock"] + row["t_round"]
@@ -404,12 +401,10 @@ class Simulation:
         if self.secure is None:
             touched = None if isinstance(decoded, RowUpdate) else local.touched_dense()
             weights = self.algorithm.weigh(fedavg_weights(torch.from_numpy(n_pos)), decoded)
-            if cfg.defense != "none":
+            if self.defense is not None:
                 rows = (decoded if isinstance(decoded, RowUpdate)
                         else RowUpdate.from_dense(decoded, local.touched_dense()))
-                agg = defenses.robust_aggregate(rows, cfg.defense, cfg.aggregation, weights, trim=cfg.trim_frac,
-                                              clip_norm=cfg.clip_norm, dp_noise=cfg.dp_noise, krum_f=cfg.krum_f,
-                                              rng=S.round_rng(cfg.seed, t, attacks.STREAM_ATTACK))
+                agg = self.defense.aggregate(rows, weights, t)
             else:
                 agg = aggregate(decoded, cfg.aggregation, weights, touched, self.method.layout)
         else:  # encrypted / masked sum; the mod records the protected uplink in the ledger
@@ -433,30 +428,6 @@ class Simulation:
         if self.secure is None:
             return np.zeros(0, np.int64)
         return self.secure.real_clients(t, M, n_dropped)
-
-    def _plant(self, local: LocalResult, clients: np.ndarray, n_pos: np.ndarray) -> LocalResult:
-        """Model replacement: each attacker of the cohort sends gamma (target row - its current row) for the target
-        item, gamma the inverse of the attackers' share of its aggregated row (or attack_boost). DBA: each group
-        sends its block of that, gamma the inverse of its own share."""
-        cfg = self.cfg
-        bad = np.flatnonzero(self.malicious[clients])
-        if not len(bad):
-            return local
-        rows = local.row_update()
-        weights = fedavg_weights(torch.from_numpy(n_pos))
-        change = attacks.target_row(self.Q, self.target, self.P[torch.from_numpy(self.malicious)]) - self.Q[self.target]
-        if cfg.attack == "dba":
-            group = self.dba_group[clients[bad]]
-            for g, cols in enumerate(attacks.dba_blocks(cfg.dim, cfg.dba_parts)):
-                members = bad[group == g]
-                if len(members):
-                    gamma = cfg.attack_boost or attacks.replacement_boost(rows, bad, self.target, weights,
-                                                                         cfg.aggregation, group=members)
-                    rows = attacks.plant(rows, members, self.target, gamma * change, cols)
-        else:
-            gamma = cfg.attack_boost or attacks.replacement_boost(rows, bad, self.target, weights, cfg.aggregation)
-            rows = attacks.plant(rows, bad, self.target, gamma * change)
-        return dataclasses.replace(local, rows=rows, update=None, touched=None)
 
     def _check_finite(self, t: int, loss: float) -> None:
         """Stop a run whose numbers left the floats (a step size too large) with what to change, before the

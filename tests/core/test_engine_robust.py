@@ -171,17 +171,17 @@ def test_an_attacked_round_moves_the_target_row_to_the_attackers_goal_unless_def
                     dba_parts=2, **FAST)
     sim = Simulation(cfg, tiny)
     for t in range(20):
-        before = sim.Q[sim.target].clone()
-        goal = attacks.target_row(sim.Q, sim.target, sim.P[torch.from_numpy(sim.malicious)])
+        before = sim.Q[sim.attack.target].clone()
+        goal = attacks.target_row(sim.Q, sim.attack.target, sim.P[torch.from_numpy(sim.attack.malicious)])
         clients = S.round_clients(cfg.client_schedule, tiny.n_users, cfg.clients_per_round, cfg.seed, t)
         row = sim.step()
-        groups = set(sim.dba_group[clients].tolist()) - {-1} if attack == "dba" else {0}
+        groups = set(sim.attack.dba_group[clients].tolist()) - {-1} if attack == "dba" else {0}
         if row["attackers"] and len(groups) == (2 if attack == "dba" else 1):  # DBA: every block sent
             break
     assert row["attackers"] > 0 and (defense != "krum" or row["attackers"] <= cfg.krum_f)
     # the attackers' weights cover the target row: it lands near the goal (the honest touchers add their own bit);
     # clipped to norm 1, the boosted update moves it by a fraction of the way
-    assert reach(float((sim.Q[sim.target] - goal).norm()) / float((before - goal).norm()))
+    assert reach(float((sim.Q[sim.attack.target] - goal).norm()) / float((before - goal).norm()))
 
 
 def test_the_backdoor_success_is_reported_and_the_same_seed_gives_the_same_numbers(tiny):

@@ -21,13 +21,15 @@ pattern cut into pieces; the target row is this model's trigger.)
 Backdoor success: the share of users for whom the target item is among their top 10 of all the items they have not
 trained on (`backdoor_success`, each evaluation round).
 
-The defenses against them are in `defenses.py`; the round calls both through `engine.Simulation` (`_plant`, `_uplink`).
+The defenses against them are in `defenses.py`; the round calls both through their hooks (`ModelReplacement`,
+`RobustAggregator`).
 """
 from __future__ import annotations
 
 import numpy as np
 import torch
 
+from ..aggregate import fedavg_weights
 from ..sampling import SETUP, round_rng
 from ..updates import RowUpdate
 
@@ -128,3 +130,52 @@ def backdoor_success(P: torch.Tensor, Q: torch.Tensor, indptr: np.ndarray, train
         hits += int(((above < top_k) & ~mine).sum())
         total += int((~mine).sum())
     return hits / max(total, 1)
+
+
+class ModelReplacement:
+    """A run's attackers (`attack="replacement"` or `"dba"`): who they are, their target item, and the rows they send
+    in place of their update; the round asks it through `in_cohort`, `plant` and `round_row`."""
+
+    def __init__(self, cfg, data):
+        self.cfg = cfg
+        self.malicious = attackers(data.n_users, cfg.attacker_share, cfg.seed)
+        self.dba_group = dba_groups(self.malicious, cfg.dba_parts) if cfg.attack == "dba" else None
+        self.target = cfg.target_item if cfg.target_item >= 0 else default_target(data.train_items, data.n_items)
+
+    def in_cohort(self, clients: np.ndarray) -> bool:
+        return bool(self.malicious[clients].any())
+
+    def plant(self, rows: RowUpdate, clients: np.ndarray, n_pos: np.ndarray, Q: torch.Tensor,
+              P: torch.Tensor) -> RowUpdate:
+        """Model replacement: each attacker of the cohort sends gamma (target row - its current row) for the target
+        item, gamma the inverse of the attackers' share of its aggregated row (or attack_boost). DBA: each group
+        sends its block of that, gamma the inverse of its own share."""
+        cfg = self.cfg
+        bad = np.flatnonzero(self.malicious[clients])
+        weights = fedavg_weights(torch.from_numpy(n_pos))
+        change = target_row(Q, self.target, P[torch.from_numpy(self.malicious)]) - Q[self.target]
+        if self.dba_group is None:
+            gamma = cfg.attack_boost or replacement_boost(rows, bad, self.target, weights, cfg.aggregation)
+            return plant(rows, bad, self.target, gamma * change)
+        group = self.dba_group[clients[bad]]
+        for g, cols in enumerate(dba_blocks(cfg.dim, cfg.dba_parts)):
+            members = bad[group == g]
+            if len(members):
+                gamma = cfg.attack_boost or replacement_boost(rows, bad, self.target, weights, cfg.aggregation,
+                                                              group=members)
+                rows = plant(rows, members, self.target, gamma * change, cols)
+        return rows
+
+    def round_row(self, sim, clients: np.ndarray, evaluated: bool) -> dict:
+        """The round's attackers, and on evaluation rounds the backdoor's success."""
+        row = {"attackers": int(self.malicious[clients].sum())}
+        if evaluated:
+            d = sim.data
+            row["backdoor_success"] = backdoor_success(sim.P, sim.Q, d.train_indptr, d.train_items, self.target,
+                                                       self.cfg.top_k)
+        return row
+
+
+def make(cfg, data) -> ModelReplacement | None:
+    """The run's attackers (None without an attack)."""
+    return None if cfg.attack == "none" else ModelReplacement(cfg, data)

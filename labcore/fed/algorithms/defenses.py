@@ -22,7 +22,9 @@ import torch
 from numba import njit
 
 from ...config import DEFENSES, ConfigError
+from ..sampling import round_rng
 from ..updates import RowUpdate
+from .attacks import STREAM_ATTACK
 
 PAD_LIMIT = 1 << 28  # bytes of the per-item padded table (median / trimmed) before the round refuses
 
@@ -135,3 +137,20 @@ def robust_aggregate(rows: RowUpdate, defense: str, how: str, weights: torch.Ten
     touch_weight = torch.zeros(rows.n_items, dtype=torch.float64)  # rows are unique (client, item) pairs
     touch_weight.index_add_(0, rows.item, weights.double()[rows.client])
     return stat * touch_weight.float()[:, None]
+
+
+class RobustAggregator:
+    """The server's aggregation under `cfg.defense`, in place of the weighted average."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+
+    def aggregate(self, rows: RowUpdate, weights: torch.Tensor, round_idx: int) -> torch.Tensor:
+        c = self.cfg
+        return robust_aggregate(rows, c.defense, c.aggregation, weights, trim=c.trim_frac, clip_norm=c.clip_norm,
+                                dp_noise=c.dp_noise, krum_f=c.krum_f, rng=round_rng(c.seed, round_idx, STREAM_ATTACK))
+
+
+def make(cfg) -> RobustAggregator | None:
+    """The run's robust aggregation (None without a defense: the algorithm's weighted average)."""
+    return None if cfg.defense == "none" else RobustAggregator(cfg)
