@@ -3,9 +3,9 @@
     from labcore.app import notices
     notices.error(exc)            # an exception or its "Type: message" text (a job's error)
 
-A missing dataset used to fill a page two to seven times: the payload preview, the run's status and every
-run of a comparison each caught the same `DatasetNotFoundError` and printed it raw (line breaks lost, a
-download's urllib3 text inline). Here the message is rendered by `labcore.data.errors.readable` (the
+A missing dataset would otherwise fill a page two to seven times: the payload preview, the run's status and every
+run of a comparison each catch the same `DatasetNotFoundError`, and its raw text loses its line breaks and shows a
+download's urllib3 text inline. Here the message is rendered by `labcore.data.errors.readable` (the
 dataset, the folders searched, why the download failed in a few words, how to get the files), the raw
 download error sits in a closed expander, and the same message is drawn once per script run.
 """

@@ -89,8 +89,8 @@ def summaries(configs: list[GistConfig], jobs: int = 1, progress: bool = False) 
 
 
 def train_seconds(configs: list[GistConfig]) -> dict:
-    """Wall-clock and CPU seconds the configs' cached runs took when trained (runs cached before this was
-    logged are counted apart)."""
+    """Wall-clock and CPU seconds the configs' cached runs took when trained (runs stored without a timing are
+    counted apart)."""
     from ..figures.registry import timing_meta
 
     return timing_meta({c.key(): cached(c) for c in dict.fromkeys(configs)})

@@ -1,8 +1,8 @@
 """One trainer per cached config, across processes: a lock file in the run's cache folder.
 
-Two commands (or the app and a command) asking for the same config at the same time used to both train it.
-Now the first holds `training.lock` in the config's cache folder while it trains; the others wait, then read
-its result, or resume from its checkpoint if it stopped early. The lock is the operating system's (flock,
+Two commands (or the app and a command) may ask for the same config at the same time: the first holds
+`training.lock` in the config's cache folder while it trains; the others wait, then read its result, or resume from
+its checkpoint if it stopped early. The lock is the operating system's (flock,
 through filelock), so a trainer that is killed never leaves it held.
 """
 from __future__ import annotations
