@@ -1,6 +1,7 @@
-"""The algorithms topic's dense view of SCAFFOLD (`flalgos/strategies.py`, one flat parameter vector a client) and
-the engine's (`fed/scaffold.py`, the item table stored by the rows each client touched) are one math: on a tiny case
-over two rounds they send the same uplink and compute the same aggregate, server variate c and client variates c_i."""
+"""The algorithms topic's dense views (`flalgos/strategies.py`, one flat parameter vector a client) and the
+engine's (the item table stored by the rows each client touched) are one math. SCAFFOLD (`fed/scaffold.py`): on a
+tiny case over two rounds they send the same uplink and compute the same aggregate, server variate c and client
+variates c_i. q-FFL (`fed/algorithms/qffl.py`): the same server step."""
 from types import SimpleNamespace
 
 import numpy as np
@@ -67,3 +68,28 @@ def test_scaffolds_dense_view_and_the_engines_rows_are_one_math():
         for u in range(N_USERS):
             assert _engine_variate(engine, u) == pytest.approx(dense.c_i[u], abs=1e-6)
     assert dense.c.abs().sum() > 0 and (dense.c_i != 0).any(dim=1).tolist() == [True, True, True]
+
+
+def test_qffl_dense_step_and_the_engines_weights_are_one_math():
+    """q-FedAvg (Li et al. 2020, Alg. 2): the dense view's server step from (Delta_k, h_k) equals the engine's
+    weighted sum of the clients' updates under `qffl_weights`, with every client of the same data size."""
+    from labcore.fed.algorithms.qffl import qffl_weights
+    from labcore.flalgos.simulation import build_problem
+    from labcore.flalgos.strategies import QFedAvg
+
+    for q in (0.0, 1.0, 5.0):
+        cfg = FLConfig(task="quadratic", algorithm="qffl", q=q, lr=LR)
+        problem = build_problem(cfg)
+        dense = QFedAvg(cfg, problem, problem.q.n_clients)
+        cohort = torch.tensor([0, 3, 5])
+        theta = dense.w + 0.1 * torch.randn(len(cohort), dense.P, generator=torch.Generator().manual_seed(1))
+        ctx = RoundContext(0, cohort, torch.ones(len(cohort), dtype=torch.int64), batches=None, gen=None)
+        w0 = dense.w.clone()
+        parts = dense.uplink(theta, ctx)
+        dense.server_update(dense.aggregate(parts, None, Aggregation(cfg, len(cohort), torch.arange(len(cohort)), 0)),
+                            ctx)
+
+        D = (theta - w0).double()  # the engine's client update: w_k - w
+        loss = problem.client_train_loss(w0)[cohort].double().numpy() + 1e-10
+        weights = qffl_weights(fedavg_weights(torch.ones(len(cohort))), loss, (D ** 2).sum(1).numpy(), q, 1 / LR)
+        assert (weights.double()[:, None] * D).sum(0).float() == pytest.approx(dense.w - w0, rel=1e-5, abs=1e-7)
