@@ -120,6 +120,22 @@ def test_a_uniform_split_fails_table1():
     assert (cmp["kind"].iloc[:3] == "number").all() and cmp["kind"].iloc[3] == "claim"
 
 
+def test_table1_tolerance_is_two_deviations_of_the_seeds_spread():
+    """Shares 50 / 60 / 70 % over three seeds (sample std 10): a mean 3 points off 57 % is within
+    2 x 10 x sqrt(1 + 1/3) = 23.1 points; the same seeds all at 60 % leave no spread and nothing but 57 % passes."""
+    def grid(solved_by_seed):
+        rows = []
+        for seed, solved in enumerate(solved_by_seed):
+            rows += [{"problem_seed": seed, "range": "-17 < d < -10"}] * solved
+            rows += [{"problem_seed": seed, "range": "0 < d < 4"}] * (10 - solved)
+        return pd.DataFrame(rows)
+
+    cmp = C.CARDS["completion-table1"].compare(grid([5, 6, 7]))
+    note = cmp["note"].iloc[0]
+    assert cmp["ok"].iloc[0] and "within 23.1 points" in note and "50.0 / 60.0 / 70.0" in note
+    assert not C.CARDS["completion-table1"].compare(grid([6, 6, 6]))["ok"].iloc[0]
+
+
 def test_the_stored_table1_middle_range_is_a_miss():
     res = figures.stored("completion-table1", figure=False)
     if res is None:
