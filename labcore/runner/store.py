@@ -117,10 +117,12 @@ def _rows(name: str, data: bytes) -> int:
 
 
 def _plain_json(value):
-    """JSON for the numpy scalars and tuples a topic's fields may hold."""
-    if hasattr(value, "item"):
-        return value.item()
-    return list(value)
+    """JSON for what a topic's fields may hold beside plain values: numpy arrays and scalars, sets, paths."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    return str(value)
 
 
 def _meta_digest(meta: dict) -> str:

@@ -54,3 +54,12 @@ def test_a_run_without_an_integrity_record_cannot_prove_itself(tmp_path):
     (tmp_path / RESULT).write_text(json.dumps(meta))
     with pytest.raises(DamagedResult, match="no integrity record"):
         verify(tmp_path)
+
+
+def test_numpy_values_sets_and_paths_in_a_topics_fields_read_back_as_plain_json(tmp_path):
+    import numpy as np
+
+    save_run(tmp_path, _tables(), {"config": {}, "a": np.arange(3), "x": np.float32(0.5), "s": {2, 1},
+                                   "p": tmp_path / "f"})
+    _, meta = load_run(tmp_path, ("table", "ledger"))
+    assert meta["a"] == [0, 1, 2] and meta["x"] == 0.5 and meta["s"] == [1, 2] and meta["p"] == str(tmp_path / "f")
