@@ -37,7 +37,8 @@ from typing import Callable
 from ..config import RunConfig
 from ..data.base import InteractionData
 from ..fed.engine import Simulation
-from ..runner.cached import read_stored, train_cached
+from ..runner.cached import train_cached
+from ..runner.store import read_stored
 from ..runner.rounds import train_rounds
 from ..runtime import default_cache_dir
 from ..results import Result

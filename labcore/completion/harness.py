@@ -125,16 +125,9 @@ def _folder(cfg: CompletionConfig) -> Path:
 
 def _stored(cfg: CompletionConfig) -> pd.DataFrame | None:
     """The stored log of this config (`labcore.runner.store`), or None (also for a damaged one: run again)."""
-    from ..runner.store import DamagedResult, load_run, stored
+    from ..runner.store import load_run, read_stored
 
-    folder = _folder(cfg)
-    if not stored(folder):
-        return None
-    try:
-        return load_run(folder, ("log",))[0]["log"]
-    except DamagedResult as e:
-        warnings.warn(f"the stored run in {folder} is not used ({e}); recomputing it", stacklevel=2)
-        return None
+    return read_stored(_folder(cfg), lambda f: load_run(f, ("log",))[0]["log"])
 
 
 def run(cfg: CompletionConfig, cache: bool = True, on_log: Callable[[dict], None] | None = None) -> pd.DataFrame:

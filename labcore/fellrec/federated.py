@@ -8,7 +8,6 @@ FedAvg, FedProx, Ditto, FELLRec (Algorithm 1), or centrally (the BIGRec row of T
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -165,14 +164,12 @@ def lora_bytes(state: dict, layers: list[int]) -> int:
 
 
 def run(cfg: FellrecConfig, progress: bool = False, use_cache: bool = True) -> FedResult:
-    from ..runner.store import DamagedResult, stored
+    from ..runner.store import read_stored
 
     folder = cache_dir() / "runs" / cfg.key()
-    if use_cache and stored(folder):
-        try:
-            return FedResult.load(folder, cfg)
-        except DamagedResult as e:
-            warnings.warn(f"the stored run in {folder} is not used ({e}); recomputing it", stacklevel=2)
+    hit = read_stored(folder, lambda f: FedResult.load(f, cfg)) if use_cache else None
+    if hit is not None:
+        return hit
     res = _train(cfg, progress)
     if use_cache:
         res.save(folder)

@@ -12,7 +12,6 @@ import dataclasses
 import functools
 import math
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -294,15 +293,12 @@ def cache_dir() -> Path:
 
 def run(cfg: FLConfig, progress=None, cache: bool = True) -> FLResult:
     """A run, read from `cache_dir()/<cfg.key()>/` when it was played before (`labcore.runner.store`)."""
-    from ..runner.store import DamagedResult, load_run, save_run, stored, timing
+    from ..runner.store import load_run, read_stored, save_run, timing
 
     folder = cache_dir() / cfg.key()
-    if cache and stored(folder):
-        try:
-            tables, _ = load_run(folder, RESULT_TABLES)
-            return FLResult(cfg, *(tables[n] for n in RESULT_TABLES))
-        except DamagedResult as e:
-            warnings.warn(f"the stored run in {folder} is not used ({e}); recomputing it", stacklevel=2)
+    hit = read_stored(folder, lambda f: FLResult(cfg, *load_run(f, RESULT_TABLES)[0].values())) if cache else None
+    if hit is not None:
+        return hit
     one_thread()
     t0, c0 = time.perf_counter(), time.process_time()
     res = Simulation(cfg).run(progress)

@@ -7,7 +7,6 @@ The cache lives in `labcore.runtime.default_cache_dir()/gist/<key>/` (`labcore.r
 """
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -30,16 +29,15 @@ def _folder(cfg: GistConfig) -> Path:
 
 def cached(cfg: GistConfig) -> dict | None:
     """A stored run as `train_one` returns it, or None (also for a damaged one, which is trained again)."""
-    from ..runner.store import DamagedResult, load_run, stored
+    from ..runner.store import read_stored
 
-    folder = _folder(cfg)
-    if not stored(folder):
-        return None
-    try:
-        tables, meta = load_run(folder, ("curve",))
-    except DamagedResult as e:
-        warnings.warn(f"the stored run in {folder} is not used ({e}); recomputing it", stacklevel=2)
-        return None
+    return read_stored(_folder(cfg), _summary)
+
+
+def _summary(folder: Path) -> dict:
+    from ..runner.store import load_run
+
+    tables, meta = load_run(folder, ("curve",))
     spent = meta.get("timing") or {}
     return {**meta["summary"], "seconds": spent.get("seconds"), "cpu_seconds": spent.get("cpu_seconds"),
             "curve": tables["curve"].to_dict("list"), "bytes_up_per_subnet": meta["bytes_up_per_subnet"]}

@@ -2,14 +2,13 @@
 resumed from its checkpoint, its rounds under a progress bar. The body of every cached `run()`."""
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Callable
 
 from .checkpoint import resume
 from .lock import one_trainer
 from .rounds import train_rounds
-from .store import RESULT, stored
+from .store import RESULT, read_stored
 
 
 def run_cached(make_sim: Callable[[], object], folder: Path | None, load: Callable[[Path], object],
@@ -50,20 +49,6 @@ def train_cached(make_sim: Callable[[], object], folder: Path, load: Callable[[P
         if not resumed and sim.round:  # a checkpoint that failed half-way through loading: a fresh start
             sim = make_sim()
         return train(sim, resumed)
-
-
-def read_stored(folder: Path, load: Callable[[Path], object], quiet: bool = False):
-    """The result stored in `folder`, or None when there is none or it fails to load (damaged, truncated, edited,
-    or stored without a checksum: `store.verify`); such a failure is reported as a warning naming the file, and
-    the caller recomputes the run."""
-    if not stored(folder):
-        return None
-    try:
-        return load(folder)
-    except (ValueError, KeyError, TypeError, OSError) as e:  # DamagedResult is a ValueError
-        if not quiet:
-            warnings.warn(f"the stored result in {folder} is not used ({e}); recomputing it", stacklevel=2)
-        return None
 
 
 def run_with_progress(sim, folder: Path | None, bar=None, *, on_round: Callable[[dict], None] | None = None,

@@ -17,8 +17,9 @@ import shlex
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:  # pandas is imported where a table is read or written: not while a run trains
     import pandas as pd
@@ -86,6 +87,20 @@ def load_run(folder: Path, tables: tuple[str, ...]) -> tuple[dict[str, "pd.DataF
 
     meta = verify(folder, tables)
     return {name: pd.read_csv(folder / f"{name}.csv") for name in tables}, meta
+
+
+def read_stored(folder: Path, load: Callable[[Path], object], quiet: bool = False):
+    """The result stored in `folder`, or None when there is none or it fails to load (damaged, truncated, edited,
+    or stored without a checksum: `store.verify`); such a failure is reported as a warning naming the file, and
+    the caller recomputes the run."""
+    if not stored(folder):
+        return None
+    try:
+        return load(folder)
+    except (ValueError, KeyError, TypeError, OSError) as e:  # DamagedResult is a ValueError
+        if not quiet:
+            warnings.warn(f"the stored result in {folder} is not used ({e}); recomputing it", stacklevel=2)
+        return None
 
 
 def load_timing(folder: Path) -> dict | None:

@@ -54,7 +54,6 @@ from __future__ import annotations
 import math
 import threading
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -717,14 +716,12 @@ def run_fcf(cfg: STTConfig, bundle: Bundle, progress: bool = False) -> tuple[dic
 def run(cfg: STTConfig, *, use_cache: bool = True, progress: bool = False, bundle: Bundle | None = None,
         on_round: Callable[[dict], None] | None = None) -> STTResult:
     """Train and evaluate one configuration (cached on disk under $LABCORE_CACHE/sttfedrec/<key>/)."""
-    from ..runner.store import DamagedResult, stored, timing
+    from ..runner.store import read_stored, timing
 
     folder = cache_dir() / cfg.key()
-    if use_cache and stored(folder):
-        try:
-            return STTResult.load(folder)
-        except DamagedResult as e:
-            warnings.warn(f"the stored run in {folder} is not used ({e}); recomputing it", stacklevel=2)
+    hit = read_stored(folder, STTResult.load) if use_cache else None
+    if hit is not None:
+        return hit
     use_one_thread()
     bundle = bundle or load_bundle(cfg)
     t0, c0 = time.perf_counter(), time.process_time()

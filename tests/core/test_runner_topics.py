@@ -81,3 +81,17 @@ def test_each_topic_stores_its_run_in_the_one_format(topic, tiny):
     assert meta["config"] == json.loads(json.dumps(config, default=list))  # tuples read back as lists
     assert meta["command"] and "labcore" in meta["versions"]
     assert meta["timing"]["cpu_seconds"] >= 0 and meta["timing"]["seconds"] >= 0
+
+
+@pytest.mark.parametrize("topic", [_flalgos, _completion], ids=lambda f: f.__name__.strip("_"))
+def test_a_topics_damaged_run_is_named_and_made_again(topic, tiny):
+    folder, tables, _ = topic(tiny)
+    first = load_run(folder, tables)[0]
+    path = folder / f"{tables[0]}.csv"
+    path.write_text(path.read_text() + "0\n")
+    with pytest.warns(UserWarning, match=f"{tables[0]}.csv.*recomputing"):
+        topic(tiny)
+    again = load_run(folder, tables)[0]
+    measured = ["t", "wall_s"]  # completion's CPU and wall-clock seconds: the rest is the same numbers
+    assert all(first[n].drop(columns=measured, errors="ignore").equals(again[n].drop(columns=measured, errors="ignore"))
+               for n in tables)
