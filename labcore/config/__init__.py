@@ -121,7 +121,7 @@ class RunConfig(PrivacyConfig, NetworkConfig, AdversaryConfig, HeterogeneityConf
 
 # The version of the stored results: raised with every change of the code that changes the numbers a config gives
 # (a summation order, a random draw, a kernel), so that no result made another way is served for it.
-STORE_VERSION = 2
+STORE_VERSION = 3
 ROW_QUANTIZED = ("fedmf", "colr", "scolr")  # methods whose uplink is each client's table, held by its touched rows
 FIELD_NAMES = tuple(f.name for f in fields(RunConfig))
 _TYPES = typing.get_type_hints(RunConfig)

@@ -124,6 +124,10 @@ def check_personal(c, n_users: int, n_items: int) -> None:
             if value:
                 fail(field, value, f"must be off with personalization={c.personalization!r}: it trains the clients' "
                                    "update its own way (one algorithm at a time)")
+    if c.personalization == "apfl" and c.scaffold:
+        fail("scaffold", c.scaffold, "must be off with personalization='apfl': APFL's personal steps follow the "
+                                     "client's local copy of the global model, replayed for FedAvg's and FedProx's "
+                                     "local steps (use prox_mu, qffl_q or a server optimizer instead)")
     if c.personalization == "perfedavg":
         return
     need = table_bytes(n_users, n_items, c.dim)

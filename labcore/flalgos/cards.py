@@ -682,7 +682,7 @@ register(FigureCard(
     id="flalgos-engine-apfl-ml100k",
     title="APFL's personal models on the recommendation engine",
     caption="HR@10 against rounds of the global FedAvg model and of every user's APFL personal model (alpha times "
-            "its own item table plus 1 - alpha times the global one, with its own user vector), FedMF d=64 on "
+            "its own model plus 1 - alpha times the global one, item table and user vector alike), FedMF d=64 on "
             "MovieLens-100K, 20 clients a round.",
     kind="figure", paper=_claims(("APFL", "personalized accuracy above the global model's under heterogeneity")),
     configs=lambda size: ex.configs(ex.engine_apfl_runs(size)), compute_fn=_engine_personal_compute("apfl"),
@@ -690,16 +690,17 @@ register(FigureCard(
     tolerance=None,
     tolerance_text="personal HR@10 above the global model's at the last round",
     expected="APFL's paper finds the mixed personal models above the global one when clients' data differ. Here the "
-             "global part of the mixture is always the current global table, so a small alpha stays near the global "
+             "global part of the mixture is always the current global model, so a small alpha stays near the global "
              "model's quality; alpha = 1 is local training alone and falls the furthest behind.",
     columns=("alpha", "round", "hr", "hr_personal", "ndcg", "ndcg_personal"),
     notes=("Ours, not a figure of a paper: APFL (Deng et al. 2020, Alg. 1, alpha fixed) on the lab's recommendation "
            "engine; the topic's own digits tasks are the card flalgos-personalization.",
-           "Each sampled client trains the global update as usual, then its own table through the mixture alpha V_u "
-           "+ (1 - alpha) Q on the same batches, Q the table it received (in Alg. 1 the client's copy of the global "
-           "model moves during those steps); nothing personal is sent. Personal HR@10: every user ranked with "
-           "alpha V_u + (1 - alpha) Q of the current Q.",
-           "MovieLens-100K, because every user's personal table must fit in memory twice (for the mixture); 20 "
+           "Each sampled client follows Alg. 1: at every local step, on the same batch, its copy w of the global "
+           "model (item table and user vector) takes FedMF's step and its own model v the gradient at the mixture "
+           "alpha v + (1 - alpha) w, w as it moves; w's last state is the update it sends, nothing personal is "
+           "sent. Personal HR@10: every user ranked with alpha v + (1 - alpha) w of the current global table and "
+           "the user's current vector.",
+           "MovieLens-100K, because every user's personal table must fit in memory; 20 "
            "clients a round in turn, E = 2, B = 256, FedAvg weights, 1000 rounds, HR@10 every 100 rounds."),
     paper_ref="Deng, Kamani, Mahdavi, Adaptive personalized federated learning (2020)",
     dataset="ml-100k"))

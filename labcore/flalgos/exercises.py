@@ -262,14 +262,14 @@ def ditto_quality(lambdas=(0.01, 1.0), rounds: int = 6):
 
 
 def check_apfl_gradient_share(answer, alpha: float = 0.25) -> Feedback:
-    """APFL scores with alpha V_u + (1 - alpha) Q: which share of the mixed row's gradient reaches V_u's row?"""
+    """APFL scores with alpha v + (1 - alpha) w: which share of the mixed row's gradient reaches V_u's row?"""
     if missing(answer):
         return todo(f"a number: the factor on V_u's gradient when alpha = {alpha:g}")
     ok = close(answer, alpha, rel=0.01)
-    return Feedback(ok, f"{alpha:g}: the chain rule through alpha V_u + (1 - alpha) Q gives V_u alpha times the "
+    return Feedback(ok, f"{alpha:g}: the chain rule through alpha V_u + (1 - alpha) W_i gives V_u alpha times the "
                         "mixed row's gradient; with alpha = 1 the personal table learns alone, with alpha = 0 not at "
                         "all (the personal model is then the global one)" if ok else
-                    f"{answer} is not it: differentiate alpha V_u + (1 - alpha) Q with respect to V_u")
+                    f"{answer} is not it: differentiate alpha V_u + (1 - alpha) W with respect to V_u")
 
 
 def check_ditto_full_pull(answer, lr: float = 0.5) -> Feedback:

@@ -8,8 +8,9 @@ import torch
 from labcore.config import ConfigError, RunConfig, check_personal
 from labcore.fed import sampling as S
 from labcore.fed.engine import Simulation
-from oracles.fed_loop import train_clients_loop
-from labcore.fed.personal import PersonalModels, train_personal
+from labcore.fed.local_train import train_cohort
+from labcore.fed.personal import PersonalModels, train_apfl, train_personal
+from oracles.fed_loop import apfl_loop, train_clients_loop
 from labcore.metrics import hit_ratio_ndcg
 from labcore.scale.federation import check_supported
 
@@ -53,16 +54,38 @@ def test_personal_steps_from_personal_tables_match_a_per_client_reference(tiny, 
     assert torch.allclose(V[0, other] - Q[other], shrink * (V0[0, other] - Q[other]), atol=1e-6)
 
 
-@pytest.mark.parametrize("alpha", [0.25, 0.7])
-def test_apfl_personal_steps_through_the_mixed_model_match_a_per_client_reference(tiny, alpha):
+@pytest.mark.parametrize("alpha, mu", [(0.25, 0.0), (0.7, 0.0), (0.7, 0.3)])
+def test_apfl_follows_algorithm_1_client_by_client(tiny, alpha, mu):
+    """The personal step takes the gradient at alpha v + (1 - alpha) w with w the local copy as it moves."""
     Q, P = _tables(tiny)
-    V0 = Q[None] + 0.2 * torch.randn(6, *Q.shape, generator=torch.Generator().manual_seed(2))
+    g = torch.Generator().manual_seed(2)
+    V0, pv0 = Q[None] + 0.2 * torch.randn(6, *Q.shape, generator=g), P[:6] + 0.2 * torch.randn(6, 8, generator=g)
     plan = _plan(tiny)
-    V, p = train_personal(V0.clone(), P[:6].clone(), Q, plan, 0.5, 1e-3, 0.0, alpha)
-    ref = train_clients_loop(Q, P[:6], plan, 0.5, 1e-3, None, start=V0, alpha=alpha)  # autograd on alpha V + ...
-    assert torch.allclose(V, Q + ref.update, atol=2e-6) and torch.allclose(p, ref.p, atol=2e-6)
+    V, p, W, pw = train_apfl(V0.clone(), pv0.clone(), Q, P[:6], plan, 0.5, 1e-3, alpha, mu)
+    ref_W, ref_pw, ref_V, ref_p = apfl_loop(Q, P[:6], V0, pv0, plan, 0.5, 1e-3, alpha, mu)  # autograd, one by one
+    for ours, ref in ((V, ref_V), (p, ref_p), (W, ref_W), (pw, ref_pw)):
+        assert torch.allclose(ours, ref, atol=2e-6)
     untouched = np.setdiff1d(np.arange(tiny.n_items), np.unique(plan.sample_item[plan.sample_client == 0]))
-    assert torch.equal(V[0, untouched], V0[0, untouched])  # no pull: rows no batch touched stay as they were
+    assert torch.equal(V[0, untouched], V0[0, untouched])  # no pull on the personal table: untouched rows stay
+
+
+@pytest.mark.parametrize("mu", [0.0, 0.3])
+def test_apfl_s_local_copy_is_the_round_s_global_training_replayed(tiny, mu):
+    Q, P = _tables(tiny)
+    plan = _plan(tiny)
+    _, _, W, pw = train_apfl(Q[None].expand(6, -1, -1).clone(), P[:6].clone(), Q, P[:6], plan, 0.5, 1e-3, 0.4, mu)
+    engine = train_cohort(Q, P[:6].clone(), plan, 0.5, 1e-3, prox_mu=mu)  # the compiled trainer the engine runs
+    assert torch.allclose(W, engine.dense_update(), atol=1e-6) and torch.allclose(pw, engine.p, atol=1e-6)
+
+
+def test_apfl_s_personal_step_moves_with_the_local_copy_not_with_the_received_table(tiny):
+    """Algorithm 1's point: v's gradient is taken at the mixture with the moving w; the received Q gives other steps."""
+    Q, P = _tables(tiny)
+    plan = _plan(tiny)
+    V0 = Q[None].expand(6, -1, -1).clone()
+    moving = train_apfl(V0.clone(), P[:6].clone(), Q, P[:6], plan, 0.5, 1e-3, 0.5)[0]
+    received = train_personal(V0.clone(), P[:6].clone(), Q, plan, 0.5, 1e-3, 0.0)  # w held at Q: not APFL
+    assert (moving - received[0]).abs().max() > 1e-3
 
 
 def test_apfl_ranks_every_user_with_the_mixture_of_its_table_and_the_current_global_one(tiny):
@@ -76,8 +99,10 @@ def test_apfl_ranks_every_user_with_the_mixture_of_its_table_and_the_current_glo
     full = 0.3 * models.V + 0.7 * Q_now[None]  # the same ranking as every user's whole mixed table
     assert hit_ratio_ndcg(P, models.tables(Q_now), tiny.test_items, tiny.test_negatives) == pytest.approx(
         hit_ratio_ndcg(P, full, tiny.test_items, tiny.test_negatives), abs=1e-12)
+    P_now = P * 3  # the user vectors mix too: alpha p_u + (1 - alpha) of the user's global vector
+    assert torch.allclose(models.users(P_now), 0.3 * P + 0.7 * P_now)
     ditto = PersonalModels(Q, P, "ditto", lam=0.1)
-    assert ditto.tables(Q_now) is ditto.V
+    assert ditto.tables(Q_now) is ditto.V and ditto.users(P_now) is ditto.p
 
 
 def test_personal_evaluation_with_every_user_holding_the_global_table_is_the_global_evaluation(tiny):
@@ -128,6 +153,8 @@ def test_settings_ditto_cannot_run_with_are_refused_naming_the_field(tiny):
     with pytest.raises(ConfigError, match=r"apfl_alpha=1.5 .*0.0.*1.0"):
         RunConfig(personalization="apfl", apfl_alpha=1.5)
     check_personal(RunConfig(personalization="apfl", method="fedmf", ditto_lambda=5.0), tiny.n_users, tiny.n_items)
+    with pytest.raises(ConfigError, match=r"scaffold=True .*personalization='apfl'.*FedAvg's and FedProx's"):
+        Simulation(RunConfig(personalization="apfl", scaffold=True, **FAST), tiny)
     with pytest.raises(ConfigError, match=r"personalization='fedper' .*none, ditto, apfl, pfedme, perfedavg"):
         RunConfig(personalization="fedper")
     with pytest.raises(ConfigError, match=r"ditto_lambda=-1.0"):

@@ -21,12 +21,10 @@ from labcore.fed.updates import LocalResult, LowRank
 
 def train_clients_loop(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,
                        lowrank: LowRank | None = None, prox_mu: float = 0.0,
-                       correction: torch.Tensor | None = None, start: torch.Tensor | None = None,
-                       alpha: float = 1.0) -> LocalResult:
+                       correction: torch.Tensor | None = None, start: torch.Tensor | None = None) -> LocalResult:
     """correction: SCAFFOLD's c - c_i per client, (M, N, d): every step also moves the whole table by -lr times
     it (the update returned is then y_i - x, drift included). start: each client's own first table (M, N, d)
-    instead of Q (Ditto's personal models; FedProx's pull still goes toward Q, the update is table - Q). alpha:
-    APFL's personal model, the scores made with alpha table + (1 - alpha) Q."""
+    instead of Q (Ditto's personal models; FedProx's pull still goes toward Q, the update is table - Q)."""
     N, d = Q.shape
     items_all = torch.from_numpy(plan.sample_item)
     labels_all = torch.from_numpy(plan.sample_label).to(Q.dtype)
@@ -49,7 +47,7 @@ def train_clients_loop(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: f
             bs = items.shape[0]
             u = F.embedding(torch.zeros_like(items), user, scale_grad_by_freq=True)
             if lowrank is None:
-                e = alpha * F.embedding(items, table, scale_grad_by_freq=True) + (1 - alpha) * Q[items]
+                e = F.embedding(items, table, scale_grad_by_freq=True)
             else:
                 e = Q[items] + F.embedding(items, A, scale_grad_by_freq=True) @ lowrank.B.T
             x = (u * e).sum(-1)
@@ -73,18 +71,23 @@ def train_clients_loop(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: f
     return LocalResult(torch.stack(ps), torch.stack(updates), touched_items(plan, N), loss_sum, n_samples)
 
 
+def _batch_loss(table: torch.Tensor, user: torch.Tensor, items: torch.Tensor, y: torch.Tensor,
+                weight_decay: float) -> torch.Tensor:
+    """One batch's loss with its L2 term, written as the reference code does (embeddings scaled by frequency)."""
+    bs = items.shape[0]
+    u = F.embedding(torch.zeros_like(items), user[None], scale_grad_by_freq=True)
+    e = F.embedding(items, table, scale_grad_by_freq=True)
+    loss = F.binary_cross_entropy_with_logits((u * e).sum(-1), y)
+    return loss + weight_decay * ((e**2).sum() + (u**2).sum()) / bs
+
+
 def _batch_loss_grads(table: torch.Tensor, user: torch.Tensor, items: torch.Tensor, y: torch.Tensor,
                       weight_decay: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Gradients (table, user) of one batch's loss, times the batch size (the reference's lr x bs), by autograd."""
     table = table.detach().requires_grad_(True)
     user = user.detach().requires_grad_(True)
-    bs = items.shape[0]
-    u = F.embedding(torch.zeros_like(items), user[None], scale_grad_by_freq=True)
-    e = F.embedding(items, table, scale_grad_by_freq=True)
-    loss = F.binary_cross_entropy_with_logits((u * e).sum(-1), y)
-    reg = weight_decay * ((e**2).sum() + (u**2).sum()) / bs
-    g_table, g_user = torch.autograd.grad(loss + reg, (table, user))
-    return g_table * bs, g_user * bs
+    g_table, g_user = torch.autograd.grad(_batch_loss(table, user, items, y, weight_decay), (table, user))
+    return g_table * items.shape[0], g_user * items.shape[0]
 
 
 def _client_batches(plan: RoundPlan, m: int):
@@ -113,6 +116,26 @@ def pfedme_loop(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, w
             pw = pw - lr * lam * (pw - pt)
         ws.append(w - Q), pws.append(pw), thetas.append(theta), pts.append(pt)
     return torch.stack(ws), torch.stack(pws), torch.stack(thetas), torch.stack(pts)
+
+
+def apfl_loop(Q: torch.Tensor, p0: torch.Tensor, V0: torch.Tensor, pv0: torch.Tensor, plan: RoundPlan, lr: float,
+              weight_decay: float, alpha: float, prox_mu: float = 0.0):
+    """APFL's round client by client (Deng et al. 2020, Alg. 1, dense tables): at every step the local copy w = (table,
+    user vector) takes FedMF's step (FedProx's pull toward Q if prox_mu) and the personal model v takes the gradient
+    of the loss at the mixture alpha v + (1 - alpha) w, by autograd through the mixture. Returns (w - Q, w's user
+    vectors, v's tables, v's user vectors)."""
+    ws, pws, vs, pvs = [], [], [], []
+    for m in range(plan.n_clients):
+        w, pw, v, pv = Q.clone(), p0[m].clone(), V0[m].clone(), pv0[m].clone()
+        for items, y in _client_batches(plan, m):
+            g_w, g_pw = _batch_loss_grads(w, pw, items, y, weight_decay)
+            vt, pvt = v.clone().requires_grad_(True), pv.clone().requires_grad_(True)
+            mixed = _batch_loss(alpha * vt + (1 - alpha) * w, alpha * pvt + (1 - alpha) * pw, items, y, weight_decay)
+            g_v, g_pv = torch.autograd.grad(mixed, (vt, pvt))
+            w, pw = w - lr * (g_w + prox_mu * (w - Q)), pw - lr * g_pw
+            v, pv = v - lr * items.shape[0] * g_v, pv - lr * items.shape[0] * g_pv
+        ws.append(w - Q), pws.append(pw), vs.append(v), pvs.append(pv)
+    return torch.stack(ws), torch.stack(pws), torch.stack(vs), torch.stack(pvs)
 
 
 def perfedavg_loop(Q: torch.Tensor, p0: torch.Tensor, plan: RoundPlan, lr: float, weight_decay: float,

@@ -3,8 +3,10 @@ whatever global algorithm the run uses (FedAvg, FedProx, SCAFFOLD, q-FFL). Nothi
 the uplink is the global algorithm's. The personal steps are in `fed/personal.py` (`PersonalModels.train`); here:
 when they run (after the round's local training, on the same batches) and what they cost.
 
-Ditto pulls the personal table toward the global one by lambda; APFL ranks with the mixture alpha V_u + (1 - alpha) Q
-and overrides one thing, the kind of personal model."""
+Ditto pulls the personal table toward the global one by lambda. APFL trains and ranks through the mixture
+alpha v + (1 - alpha) w of the personal model and the client's local copy of the global one, which moves during the
+round's steps (Algorithm 1): it overrides one thing, the kind of personal model. APFL's replay of that local copy
+covers FedAvg's and FedProx's local steps, so the config refuses it with SCAFFOLD."""
 from __future__ import annotations
 
 from ..personal import PersonalModels
@@ -19,7 +21,8 @@ class Ditto:
         self.models = PersonalModels(Q, P, self.kind, cfg.ditto_lambda, cfg.apfl_alpha)
 
     def train(self, sim, clients, plan) -> None:
-        self.models.train(clients, sim.Q, plan, sim.cfg.lr, sim.cfg.weight_decay)
+        # before the round's update is applied: sim.Q and sim.P are still what the cohort started from
+        self.models.train(clients, sim.Q, sim.P, plan, sim.cfg.lr, sim.cfg.weight_decay, sim.cfg.prox_mu)
 
     def quality(self, sim) -> dict:
         return self.models.quality(sim)
