@@ -93,3 +93,52 @@ def test_qffl_dense_step_and_the_engines_weights_are_one_math():
         loss = problem.client_train_loss(w0)[cohort].double().numpy() + 1e-10
         weights = qffl_weights(fedavg_weights(torch.ones(len(cohort))), loss, (D ** 2).sum(1).numpy(), q, 1 / LR)
         assert (weights.double()[:, None] * D).sum(0).float() == pytest.approx(dense.w - w0, rel=1e-5, abs=1e-7)
+
+
+class _TinyMF:
+    """FedMF on the tiny ratings as the dense view's problem: one flat vector (item table, then the user vector) a
+    client; a step's gradient that of the engine's local step (`oracles.fed_loop`, autograd), on the plan's batch."""
+
+    def __init__(self, data, plan, Q, p, weight_decay):
+        self.plan, self.Q, self.p, self.wd = plan, Q, p, weight_decay
+        self.items = torch.from_numpy(plan.sample_item.astype(np.int64))
+        self.labels = torch.from_numpy(plan.sample_label).to(torch.float32)
+        self.P = Q.numel() + p.numel()
+
+    def init(self, gen):
+        return torch.cat([self.Q.reshape(-1), self.p])
+
+    def grads(self, theta, batches, t):
+        from oracles.fed_loop import _batch_loss_grads
+
+        out = torch.zeros_like(theta)
+        for c in range(theta.shape[0]):
+            idx = self.plan.steps[t, c]
+            idx = torch.from_numpy(idx[idx >= 0])
+            if len(idx):
+                g_table, g_user = _batch_loss_grads(theta[c, :self.Q.numel()].view_as(self.Q), theta[c, self.Q.numel():],
+                                                    self.items[idx], self.labels[idx], self.wd)
+                out[c] = torch.cat([g_table.reshape(-1), g_user])
+        return out
+
+
+def test_apfls_dense_view_and_the_engines_are_one_math(tiny):
+    """APFL (Deng et al. 2020, Alg. 1): the algorithms topic's dense class, given FedMF's gradient, and the engine's
+    `train_apfl` leave the same local copy w and personal model v after a round, clients starting alike."""
+    from labcore.fed import sampling as S
+    from labcore.fed.personal import train_apfl
+    from labcore.flalgos.strategies import APFL
+
+    M, alpha, lr, wd = 5, 0.3, 0.5, 1e-3
+    g = torch.Generator().manual_seed(0)
+    Q, p = torch.randn(tiny.n_items, 4, generator=g) * 0.3, torch.randn(4, generator=g) * 0.3
+    plan = S.plan_round(tiny, S.NegativeSampler(tiny), np.arange(M), 4, 2, 16, 0, 0)
+    dense = APFL(FLConfig(algorithm="apfl", apfl_alpha=alpha, lr=lr), _TinyMF(tiny, plan, Q, p, wd), M)
+    ctx = RoundContext(0, torch.arange(M), torch.from_numpy(plan.n_steps.astype(np.int64)), batches=None, gen=None)
+    w = dense.local_train(ctx)
+    V, pv, W, pw = train_apfl(Q[None].expand(M, -1, -1).clone(), p.expand(M, -1).clone(), Q, p.expand(M, -1), plan,
+                              lr, wd, alpha)
+    n = Q.numel()
+    assert W.reshape(M, -1) + Q.reshape(-1) == pytest.approx(w[:, :n], abs=1e-6) and pw == pytest.approx(w[:, n:], abs=1e-6)
+    assert V.reshape(M, -1) == pytest.approx(dense.v[:, :n], abs=1e-6) and pv == pytest.approx(dense.v[:, n:], abs=1e-6)
+    assert (dense.v[:, :n] - w[:, :n]).abs().max() > 1e-3  # the personal model went its own way
