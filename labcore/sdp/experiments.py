@@ -10,7 +10,7 @@ import pandas as pd
 
 from .config import SdpConfig
 from .rounding import GW_ALPHA, round_cuts
-from .run import build_problem, solve
+from .run import build_problem, solve_stored
 
 FAMILY_METHODS = ("mixing", "mixing++", "bm", "hazan", "inface")
 
@@ -27,7 +27,7 @@ def convergence(graph: dict, methods=FAMILY_METHODS, time_limit: float = 20.0, m
                         cert_every=0)
         if progress:
             print(f"  {cfg.label()} ...", flush=True)
-        out.append(solve(problem, cfg).trace)
+        out.append(solve_stored(problem, cfg).trace)
     return pd.concat(out, ignore_index=True)
 
 
@@ -42,7 +42,7 @@ def rank_threshold(graph: dict, ks, seeds=(0, 1, 2), sweeps: int = 1000, progres
         for seed in seeds:
             cfg = SdpConfig(**graph, method="mixing", k=int(min(k, problem.n)), seed=seed, max_iters=sweeps,
                             cert_every=sweeps, tol=1e-12, time_limit=600.0)
-            f = solve(problem, cfg).final
+            f = solve_stored(problem, cfg).final
             rows.append({"k": int(k), "seed": seed, "rel_gap": f["rel_gap"], "primal": f["primal"],
                          "bound": f["bound"], "n": problem.n, "sqrt_2n": float(np.sqrt(2 * problem.n))})
         if progress:
@@ -53,7 +53,7 @@ def rank_threshold(graph: dict, ks, seeds=(0, 1, 2), sweeps: int = 1000, progres
 def rounding(graph: dict, trials: int = 100, tol: float = 1e-5, seed: int = 0) -> pd.DataFrame:
     """`trials` hyperplane roundings of a solution certified to `tol`; ratio = cut / certified SDP upper bound."""
     problem = build_problem(SdpConfig(**graph))
-    res = solve(problem, SdpConfig(**graph, method="mixing++", tol=tol, max_iters=3000, cert_every=10))
+    res = solve_stored(problem, SdpConfig(**graph, method="mixing++", tol=tol, max_iters=3000, cert_every=10))
     vals = round_cuts(problem, res.V, trials, seed)
     upper = res.final["bound"]
     return pd.DataFrame({"trial": np.arange(trials), "cut": vals, "sdp_upper": upper, "ratio": vals / upper,
@@ -70,7 +70,7 @@ def rules(graph: dict, tol: float = 1e-4, max_sweeps: int = 3000, cert_every: in
     for method, rule in runs:
         cfg = SdpConfig(**graph, method=method, rule=rule, tol=tol, max_iters=max_sweeps, cert_every=cert_every,
                         time_limit=120.0)
-        tr = solve(problem, cfg).trace
+        tr = solve_stored(problem, cfg).trace
         hit = tr[tr["rel_gap"] < tol]
         rows.append({"method": method, "rule": rule, "label": cfg.label(),
                      "sweeps": int(hit["iter"].iloc[0]) if len(hit) else np.nan,
@@ -87,7 +87,7 @@ def hazan_rate(graph: dict, steps: int = 1000) -> pd.DataFrame:
     problem = build_problem(SdpConfig(**graph))
     cfg = SdpConfig(**graph, method="hazan", alm_every=0, max_iters=steps, tol=1e-12, cert_every=0,
                     time_limit=600.0)
-    tr = solve(problem, cfg).trace
+    tr = solve_stored(problem, cfg).trace
     tr = tr[tr["iter"] > 0].copy()
     lower = float((tr["fw_objective"] - tr["fw_gap"]).max())
     tr["objective_gap"] = tr["fw_objective"] - lower

@@ -1,12 +1,17 @@
-"""`run(cfg)`: build the problem of an `SdpConfig`, solve it with the chosen method, return the trace and V."""
+"""`run(cfg)`: build the problem of an `SdpConfig`, solve it with the chosen method, return the trace and V.
+`solve_stored` keeps each config's run in the lab's run cache (`labcore.runner.store`), so a card computes once."""
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
+
+from ..runtime import topic_cache
 
 from . import graphs
 from .burer_monteiro import burer_monteiro
@@ -64,6 +69,33 @@ def _solve(problem: DiagSDP, cfg: SdpConfig) -> SdpResult:
     df = rec.table()
     df.insert(1, "label", cfg.label())
     return SdpResult(cfg, problem, df, V)
+
+
+def _folder(cfg: SdpConfig) -> Path:
+    return topic_cache("sdp") / cfg.key()
+
+
+def _load(folder: Path, cfg: SdpConfig, problem: DiagSDP) -> SdpResult:
+    from ..runner.store import load_run
+
+    tables, _ = load_run(folder, ("trace", "V"))
+    return SdpResult(cfg, problem, tables["trace"], tables["V"].to_numpy())
+
+
+def solve_stored(problem: DiagSDP, cfg: SdpConfig) -> SdpResult:
+    """`solve`, once per config: its trace and factor V are stored (with the config and the run's timing) and read
+    back the next time. A run that stops on `time_limit` keeps what this machine reached in that time."""
+    from ..runner.store import read_stored, save_run, timing
+
+    folder = _folder(cfg)
+    hit = read_stored(folder, lambda f: _load(f, cfg, problem))
+    if hit is not None:
+        return hit
+    t0, c0 = time.perf_counter(), time.process_time()
+    res = solve(problem, cfg)
+    save_run(folder, {"trace": res.trace, "V": pd.DataFrame(res.V)}, {"config": cfg.to_dict(), "problem": problem.name},
+             timing(time.perf_counter() - t0, time.process_time() - c0), float_format="%.17g")
+    return _load(folder, cfg, problem)  # the same dtypes whether stored or fresh
 
 
 def run(cfg: SdpConfig, root=None) -> SdpResult:

@@ -72,7 +72,16 @@ def _completion(_):
     return cache_dir() / cfg.key(), ("log",), cfg.to_dict()
 
 
-@pytest.mark.parametrize("topic", [_engine, _fair, _flalgos, _sttfedrec, _fellrec, _gist, _completion],
+def _sdp(_):
+    from labcore.sdp.config import SdpConfig
+    from labcore.sdp.run import _folder, build_problem, solve_stored
+
+    cfg = SdpConfig(graph="random", n=30, method="mixing", max_iters=20, cert_every=5)
+    solve_stored(build_problem(cfg), cfg)
+    return _folder(cfg), ("trace", "V"), cfg.to_dict()
+
+
+@pytest.mark.parametrize("topic", [_engine, _fair, _flalgos, _sttfedrec, _fellrec, _gist, _completion, _sdp],
                          ids=lambda f: f.__name__.strip("_"))
 def test_each_topic_stores_its_run_in_the_one_format(topic, tiny):
     folder, tables, config = topic(tiny)
@@ -83,7 +92,7 @@ def test_each_topic_stores_its_run_in_the_one_format(topic, tiny):
     assert meta["timing"]["cpu_seconds"] >= 0 and meta["timing"]["seconds"] >= 0
 
 
-@pytest.mark.parametrize("topic", [_flalgos, _completion], ids=lambda f: f.__name__.strip("_"))
+@pytest.mark.parametrize("topic", [_flalgos, _completion, _sdp], ids=lambda f: f.__name__.strip("_"))
 def test_a_topics_damaged_run_is_named_and_made_again(topic, tiny):
     folder, tables, _ = topic(tiny)
     first = load_run(folder, tables)[0]
@@ -92,6 +101,6 @@ def test_a_topics_damaged_run_is_named_and_made_again(topic, tiny):
     with pytest.warns(UserWarning, match=f"{tables[0]}.csv.*recomputing"):
         topic(tiny)
     again = load_run(folder, tables)[0]
-    measured = ["t", "wall_s"]  # completion's CPU and wall-clock seconds: the rest is the same numbers
+    measured = ["t", "wall_s", "seconds", "cert_seconds"]  # seconds measured: the rest is the same numbers
     assert all(first[n].drop(columns=measured, errors="ignore").equals(again[n].drop(columns=measured, errors="ignore"))
                for n in tables)
