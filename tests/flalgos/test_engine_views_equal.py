@@ -1,7 +1,10 @@
 """The algorithms topic's dense views (`flalgos/strategies.py`, one flat parameter vector a client) and the
 engine's (the item table stored by the rows each client touched) are one math. SCAFFOLD (`fed/scaffold.py`): on a
 tiny case over two rounds they send the same uplink and compute the same aggregate, server variate c and client
-variates c_i. q-FFL (`fed/algorithms/qffl.py`): the same server step."""
+variates c_i. q-FFL (`fed/algorithms/qffl.py`): the same server step. FedAvg's local training, APFL and pFedMe: the
+dense classes, given FedMF's gradient (`_TinyMF`), leave the models the engine's trainers leave after a round.
+(FedProx and Ditto pull the whole parameter vector in the dense view, the item table alone on the engine, where the
+user vector is not part of the global model: those two are tested against per-client loops, `oracles.fed_loop`.)"""
 from types import SimpleNamespace
 
 import numpy as np
@@ -14,6 +17,7 @@ from labcore.fed.updates import RowUpdate
 from labcore.flalgos.config import FLConfig
 from labcore.flalgos.simulation import Aggregation
 from labcore.flalgos.strategies import RoundContext, Scaffold
+from oracles.fed_loop import _batch_loss_grads
 
 N_USERS, N_ITEMS, D, LR = 3, 4, 2, 0.1
 ROUNDS = (  # (cohort, steps each client took, the items each touched, its positives)
@@ -99,7 +103,7 @@ class _TinyMF:
     """FedMF on the tiny ratings as the dense view's problem: one flat vector (item table, then the user vector) a
     client; a step's gradient that of the engine's local step (`oracles.fed_loop`, autograd), on the plan's batch."""
 
-    def __init__(self, data, plan, Q, p, weight_decay):
+    def __init__(self, plan, Q, p, weight_decay):
         self.plan, self.Q, self.p, self.wd = plan, Q, p, weight_decay
         self.items = torch.from_numpy(plan.sample_item.astype(np.int64))
         self.labels = torch.from_numpy(plan.sample_label).to(torch.float32)
@@ -109,8 +113,6 @@ class _TinyMF:
         return torch.cat([self.Q.reshape(-1), self.p])
 
     def grads(self, theta, batches, t):
-        from oracles.fed_loop import _batch_loss_grads
-
         out = torch.zeros_like(theta)
         for c in range(theta.shape[0]):
             idx = self.plan.steps[t, c]
@@ -122,19 +124,25 @@ class _TinyMF:
         return out
 
 
-def test_apfls_dense_view_and_the_engines_are_one_math(tiny):
-    """APFL (Deng et al. 2020, Alg. 1): the algorithms topic's dense class, given FedMF's gradient, and the engine's
-    `train_apfl` leave the same local copy w and personal model v after a round, clients starting alike."""
+def _round(tiny, M=5):
     from labcore.fed import sampling as S
-    from labcore.fed.personal import train_apfl
-    from labcore.flalgos.strategies import APFL
 
-    M, alpha, lr, wd = 5, 0.3, 0.5, 1e-3
     g = torch.Generator().manual_seed(0)
     Q, p = torch.randn(tiny.n_items, 4, generator=g) * 0.3, torch.randn(4, generator=g) * 0.3
     plan = S.plan_round(tiny, S.NegativeSampler(tiny), np.arange(M), 4, 2, 16, 0, 0)
-    dense = APFL(FLConfig(algorithm="apfl", apfl_alpha=alpha, lr=lr), _TinyMF(tiny, plan, Q, p, wd), M)
     ctx = RoundContext(0, torch.arange(M), torch.from_numpy(plan.n_steps.astype(np.int64)), batches=None, gen=None)
+    return Q, p, plan, ctx
+
+
+def test_apfls_dense_view_and_the_engines_are_one_math(tiny):
+    """APFL (Deng et al. 2020, Alg. 1): the algorithms topic's dense class, given FedMF's gradient, and the engine's
+    `train_apfl` leave the same local copy w and personal model v after a round, clients starting alike."""
+    from labcore.fed.personal import train_apfl
+    from labcore.flalgos.strategies import APFL
+
+    Q, p, plan, ctx = _round(tiny)
+    M, alpha, lr, wd = len(ctx.cohort), 0.3, 0.5, 1e-3
+    dense = APFL(FLConfig(algorithm="apfl", apfl_alpha=alpha, lr=lr), _TinyMF(plan, Q, p, wd), M)
     w = dense.local_train(ctx)
     V, pv, W, pw = train_apfl(Q[None].expand(M, -1, -1).clone(), p.expand(M, -1).clone(), Q, p.expand(M, -1), plan,
                               lr, wd, alpha)
@@ -142,3 +150,37 @@ def test_apfls_dense_view_and_the_engines_are_one_math(tiny):
     assert W.reshape(M, -1) + Q.reshape(-1) == pytest.approx(w[:, :n], abs=1e-6) and pw == pytest.approx(w[:, n:], abs=1e-6)
     assert V.reshape(M, -1) == pytest.approx(dense.v[:, :n], abs=1e-6) and pv == pytest.approx(dense.v[:, n:], abs=1e-6)
     assert (dense.v[:, :n] - w[:, :n]).abs().max() > 1e-3  # the personal model went its own way
+
+
+def test_fedavgs_dense_local_training_and_the_engines_compiled_one_are_one_math(tiny):
+    from labcore.fed.local_train import train_cohort
+    from labcore.flalgos.strategies import FedAvg
+
+    Q, p, plan, ctx = _round(tiny)
+    dense = FedAvg(FLConfig(algorithm="fedavg", lr=0.5), _TinyMF(plan, Q, p, 1e-3), len(ctx.cohort))
+    theta = dense.local_train(ctx)
+    engine = train_cohort(Q, p.expand(len(ctx.cohort), -1).clone(), plan, 0.5, 1e-3)
+    n = Q.numel()
+    assert engine.dense_update().reshape(len(ctx.cohort), -1) + Q.reshape(-1) == pytest.approx(theta[:, :n], abs=1e-6)
+    assert engine.p == pytest.approx(theta[:, n:], abs=1e-6)
+
+
+def test_pfedmes_dense_view_and_the_engines_rows_are_one_math(tiny):
+    """pFedMe (Dinh et al. 2020, Alg. 1), inner and outer steps at one learning rate: the same local model w and
+    personal model theta after a round."""
+    from labcore.fed.meta_train import train_pfedme
+    from labcore.flalgos.strategies import PFedMe
+
+    Q, p, plan, ctx = _round(tiny)
+    M, lam, K = len(ctx.cohort), 0.6, 3
+    cfg = FLConfig(algorithm="pfedme", lr=0.5, personal_lr=0.5, lam=lam, inner_steps=K)
+    dense = PFedMe(cfg, _TinyMF(plan, Q, p, 1e-3), M)
+    w = dense.local_train(ctx)
+    local, theta_rows, theta_p, rnd = train_pfedme(Q, p.expand(M, -1).clone(), plan, 0.5, 1e-3, lam, K)
+    theta = Q[None].expand(M, -1, -1).clone()
+    theta[rnd.row_client, rnd.row_item] += theta_rows
+    n = Q.numel()
+    assert local.rows.dense().reshape(M, -1) + Q.reshape(-1) == pytest.approx(w[:, :n], abs=1e-6)
+    assert local.p == pytest.approx(w[:, n:], abs=1e-6)
+    assert theta.reshape(M, -1) == pytest.approx(dense.v[:, :n], abs=1e-6)
+    assert theta_p == pytest.approx(dense.v[:, n:], abs=1e-6)
