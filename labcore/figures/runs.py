@@ -202,7 +202,10 @@ def run_times(folder: Path) -> pd.DataFrame:
     old = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=list(RUN_TIMES_COLUMNS))
     old = old.reindex(columns=list(RUN_TIMES_COLUMNS))
     new = pd.DataFrame(list(RUN_SECONDS.values()), columns=list(RUN_TIMES_COLUMNS))
-    new = new[~(new["cpu_source"].eq("stored") & new["key"].isin(old["key"]))]  # a logged time stays as logged
+    # a logged time stays as logged, unless the stored one is of a later training (the run was made again)
+    logged_date = new["key"].map(old.drop_duplicates("key", keep="last").set_index("key")["date"]).astype(str)
+    kept = new["cpu_source"].eq("stored") & new["key"].isin(old["key"]) & ~(new["date"].astype(str) > logged_date)
+    new = new[~kept]
     both = pd.concat([old[~old["key"].isin(new["key"])], new], ignore_index=True) if len(new) else old
     return both.reset_index(drop=True)
 

@@ -142,3 +142,6 @@ def test_a_card_reading_a_run_another_process_trained_gets_that_process_timing(m
     logged.to_csv(folder / R.RUN_TIMES_FILE, index=False)
     times = R.run_times(folder).set_index("key")
     assert times.loc[cfg.key(), "seconds"] == 123.4 and times.loc["other", "seconds"] == read["seconds"]
+    # ... unless the stored one is of a later training: the run was made again from an empty cache
+    monkeypatch.setattr(R, "RUN_SECONDS", {cfg.key(): {**read, "date": "2999-01-01T00:00:00Z"}})
+    assert R.run_times(folder).set_index("key").loc[cfg.key(), "seconds"] == read["seconds"]
