@@ -96,6 +96,19 @@ class PersonalModels:
         self.V[c], self.p[c] = V, p
 
 
+def cohort_steps(plan, n_items: int, dtype):
+    """The cohort's local steps, all clients at once: for each step, which of its (M, B) slots hold a sample (the
+    rest is padding), each client's batch size (M,), the slots' items and labels, and each slot's row of a
+    (client, item) table (client x n_items + item)."""
+    items_all = torch.from_numpy(plan.sample_item.astype(np.int64))
+    labels_all = torch.from_numpy(plan.sample_label).to(dtype)
+    rows = torch.arange(plan.steps.shape[1])
+    for idx in torch.from_numpy(plan.steps):  # (M, B) sample indices, -1 = padding
+        valid = idx >= 0
+        items = items_all[idx.clamp(min=0)]
+        yield valid, valid.sum(1), items, labels_all[idx.clamp(min=0)], rows[:, None] * n_items + items
+
+
 def train_personal(V: torch.Tensor, p: torch.Tensor, Q: torch.Tensor, plan, lr: float, weight_decay: float,
                    lam: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Ditto: V (M, N, d), p (M, d): the cohort's personal models after their local steps (new tensors).
@@ -107,19 +120,9 @@ def train_personal(V: torch.Tensor, p: torch.Tensor, Q: torch.Tensor, plan, lr: 
     D = (V - Q).reshape(M * N, d)  # s_m D_m = V_m - Q
     s = torch.ones(M, dtype=torch.float64)
     p = p.clone()
-    items_all = torch.from_numpy(plan.sample_item.astype(np.int64))
-    labels_all = torch.from_numpy(plan.sample_label).to(V.dtype)
-    steps = torch.from_numpy(plan.steps)  # (T, M, B), -1 = padding
-    rows = torch.arange(M)
     keep = 1.0 - lr * lam
-    for t in range(steps.shape[0]):
-        idx = steps[t]
-        valid = idx >= 0
-        bs = valid.sum(1)  # (M,)
+    for valid, bs, items, y, key in cohort_steps(plan, N, V.dtype):
         active = bs > 0
-        items = items_all[idx.clamp(min=0)]
-        y = labels_all[idx.clamp(min=0)]
-        key = rows[:, None] * N + items  # (M, B) row of D
         e = Q[items] + s.to(V.dtype)[:, None, None] * D[key]  # (M, B, d): the personal rows
         x = (p[:, None, :] * e).sum(-1)
         g = (torch.sigmoid(x) - y) * valid  # dBCE/dx per sample (the batch mean's 1 / bs cancels lr x bs)
@@ -161,19 +164,9 @@ def train_apfl(V: torch.Tensor, p: torch.Tensor, Q: torch.Tensor, p_global: torc
     Dw = torch.zeros(M * N, d, dtype=V.dtype)  # W = Q + s Dw
     s = torch.ones(M, dtype=torch.float64)
     p, pw = p.clone(), p_global.clone()
-    items_all = torch.from_numpy(plan.sample_item.astype(np.int64))
-    labels_all = torch.from_numpy(plan.sample_label).to(V.dtype)
-    steps = torch.from_numpy(plan.steps)  # (T, M, B), -1 = padding
-    rows = torch.arange(M)
     keep = 1.0 - lr * prox_mu
-    for t in range(steps.shape[0]):
-        idx = steps[t]
-        valid = idx >= 0
-        bs = valid.sum(1)
+    for valid, bs, items, y, key in cohort_steps(plan, N, V.dtype):
         active = bs > 0
-        items = items_all[idx.clamp(min=0)]
-        y = labels_all[idx.clamp(min=0)]
-        key = rows[:, None] * N + items
         scale = s.to(V.dtype)
         e_w = Q[items] + scale[:, None, None] * Dw[key]  # (M, B, d): the local copy's rows
         e_m = alpha * (Q[items] + D[key]) + (1 - alpha) * e_w  # the mixed model's rows
