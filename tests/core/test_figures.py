@@ -485,6 +485,23 @@ def test_committed_results_configs_rebuild_to_their_cache_keys():
     assert checked > 100
 
 
+def test_every_stored_tables_keys_are_the_cache_keys_of_its_cards_configs():
+    """A stored table's `key` column names the runs it was made from: each must be a config the card runs now, so
+    that a store version change that relabels the runs cannot leave a table pointing at keys that no longer exist."""
+    checked = 0
+    for card in figures.list_cards():
+        path = figures.results_dir() / f"{card.id}.csv"
+        if not path.exists():
+            continue
+        table = pd.read_csv(path)
+        if "key" not in table.columns:
+            continue
+        keys = {c.key() for c in card.configs("full") if hasattr(c, "key")}
+        assert set(table["key"].dropna().astype(str)) <= keys, card.id
+        checked += 1
+    assert checked >= 10
+
+
 def test_every_stored_row_that_misses_says_why():
     """A student reading a card sees the reason beside each row marked False, not a bare 'no'."""
     bare = []
