@@ -16,6 +16,7 @@ METHOD_LABELS = {"mixing": "mixing method", "mixing++": "Mixing++ (momentum)", "
 FAMILIES = {"mixing": "Burer-Monteiro: mixing", "mixing++": "Burer-Monteiro: mixing", "bm": "Burer-Monteiro: ALM",
             "hazan": "Frank-Wolfe", "inface": "Frank-Wolfe"}
 RULES = ("cyclic", "uniform", "importance", "greedy")
+CODE_VERSION = 1  # part of every run's cache key: bump it when a solver's numbers change
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,8 @@ class SdpConfig(TypedConfig):
             fail("rule", self.rule, "Mixing++ runs with cyclic, uniform or importance (greedy has no momentum form)")
 
     def key(self) -> str:
-        return hash_key(self.to_dict(), "sdp-")
+        """The cache key: every field, plus CODE_VERSION (bumped when a solver's numbers change)."""
+        return hash_key({**self.to_dict(), "code": CODE_VERSION}, "sdp-")
 
     def label(self) -> str:
         m = METHOD_LABELS[self.method]
