@@ -179,11 +179,24 @@ def _union_size(cfg: STTConfig) -> int:
     return int(len(np.unique(tr.requests(0).items)))
 
 
-def table3(size: str = "smoke", reps: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def table3(size: str = "smoke", reps: int | None = None,
+           seeds: tuple[int, ...] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Table 3 measured once per seed (other devices, requests and initial towers); the summary is the mean over
+    seeds with the improvement factors' spread (`x_total_ms_std`, ddof 0) beside it; the bytes' parts of seed 0."""
+    from ..figures.registry import SPREAD_SEEDS
     from .efficiency import table3 as t3
 
     cfg = base(size)
-    return t3(cfg, reps=reps or (20 if size == "full" else 4))
+    seeds = seeds or ((0,) + SPREAD_SEEDS if size == "full" else (0,))
+    runs = [t3(cfg, reps=reps or (20 if size == "full" else 4), seed=s) for s in seeds]
+    per_seed = pd.concat([summary.assign(seed=s) for s, (summary, _) in zip(seeds, runs)], ignore_index=True)
+    numeric = per_seed.select_dtypes("number").columns.drop("seed")
+    first = runs[0][0]
+    mean = per_seed.groupby("model", sort=False)[list(numeric)].mean()
+    out = first.drop(columns=list(numeric)).join(mean, on="model")[first.columns]
+    out["x_total_ms_std"] = per_seed.groupby("model", sort=False)["x_total_ms"].std(ddof=0).reindex(out.model).values
+    out["seeds"] = len(seeds)
+    return out, runs[0][1]
 
 
 def privacy(size: str = "smoke") -> dict[str, pd.DataFrame]:

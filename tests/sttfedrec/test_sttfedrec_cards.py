@@ -169,6 +169,36 @@ def test_table3_checks_the_papers_factors():
     assert card.check(papers)
 
 
+def test_table3_time_factor_is_within_a_factor_two_or_its_seed_spread():
+    card, ours = _stored("sttfedrec-table3-ml1m")
+    dssm = ours["model"] == "STTFedRec-DSSM"
+    row = "DSSM: device time improvement (training + inference)"
+
+    def ok(x_time, std):
+        t = ours.copy()
+        t.loc[dssm, ["x_total_ms", "x_total_ms_std", "seeds"]] = [x_time, std, 3]
+        return bool(card.compare(t).set_index("quantity").loc[row, "ok"])
+
+    assert ok(36.0, 0.0) and ok(9.0, 0.0)  # a factor 2 either side of the paper's x18
+    assert not ok(37.0, 0.1) and not ok(8.8, 0.1)
+    # 2 sd of the difference of our 3-seed mean and the paper's one run: 2 * 10 * sqrt(3/2) * sqrt(4/3) = 28.3
+    assert ok(46.0, 10.0) and not ok(47.0, 10.0)
+
+
+def test_table3_over_seeds_is_the_mean_with_the_factors_spread(bundle, monkeypatch):
+    from labcore.sttfedrec import experiments
+
+    cfg = STTConfig(**TINY)
+    monkeypatch.setattr(experiments, "base", lambda size: cfg)
+    one = {s: experiments.table3("smoke", reps=2, seeds=(s,))[0].set_index("model") for s in (0, 1)}
+    both, _ = experiments.table3("smoke", reps=2, seeds=(0, 1))
+    both = both.set_index("model")
+    x = [one[s].loc["STTFedRec-DSSM", "train_mb"] for s in (0, 1)]
+    assert both.loc["STTFedRec-DSSM", "train_mb"] == pytest.approx(np.mean(x))
+    assert both.loc["STTFedRec-DSSM", "seeds"] == 2 and np.isfinite(both.loc["STTFedRec-DSSM", "x_total_ms_std"])
+    assert list(both.index) == list(one[0].index)
+
+
 def test_fig4_checks_the_papers_setting_and_shows_the_other_reading():
     card, ours = _stored("sttfedrec-fig4-ml1m")
     table = card.compare(ours)
