@@ -36,8 +36,8 @@ SHARES = (0.01, 0.2, 0.3, 0.5)
 HEADLINE_TOL = 0.015
 SEEDS = (0,) + R.SPREAD_SEEDS
 POPULARITY_GOODREADS = 0.2753  # NDCG@20 of ranking by popularity alone on Goodreads-100 (the paper's level)
-# Accuracy, digits 64-512-10 against the paper's MNIST 784-512-10: our FedAvg sits 0.037 below the paper's, so
-# 0.05 admits the stand-in's offset and nothing near chance (0.10)
+# Accuracy, digits 64-512-10 against the paper's MNIST 784-512-10: a floor under the seed spread's tolerance that
+# admits the stand-in dataset's offset (FedAvg a few points below MNIST's) and nothing near chance (0.10)
 DIGITS_TOL = 0.05
 
 
@@ -119,6 +119,18 @@ def _seed_tol(row: pd.Series, metric: str) -> tuple[float, str]:
         return tol, f"one seed: within the stated {HEADLINE_TOL}"
     return tol, (f"mean of {n} seeds ± {std:.4f}; |ours - paper| <= {tol:.4f} "
                  f"({R.SPREAD_SIGMAS:g} sd of the difference)")
+
+
+def _digits_tol(row: pd.Series) -> tuple[float, str]:
+    """A digits accuracy's tolerance against the paper's MNIST: our seed spread's (`_seed_tol`), at least the
+    stated DIGITS_TOL that the other dataset needs."""
+    tol, spread = _seed_tol(row, "accuracy")
+    n = int(row.get("seeds", 1))
+    if n < 2:
+        return DIGITS_TOL, f"one seed: |ours - paper| <= {DIGITS_TOL} (digits here, MNIST in the paper)"
+    return max(tol, DIGITS_TOL), (f"mean of {n} seeds ± {float(row['accuracy_std']):.4f}; |ours - paper| <= "
+                                  f"max({R.SPREAD_SIGMAS:g} sd of the difference = {tol:.4f}, {DIGITS_TOL} for "
+                                  "digits here against MNIST in the paper)")
 
 
 def _configs(rows: list[tuple]) -> list[FairConfig]:
@@ -368,8 +380,7 @@ def _t5_compare(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
             out.append({"quantity": _label(r, "accuracy"), "paper": pv, "ours": r["accuracy"], "ok": None,
                         "kind": "shown", "note": "N/A here: the digits' 64-value input layer (see notes)"})
             continue
-        out.append(_value_row(_label(r, "accuracy"), pv, r["accuracy"], DIGITS_TOL,
-                              f"|ours - paper| <= {DIGITS_TOL} (digits here, MNIST in the paper)"))
+        out.append(_value_row(_label(r, "accuracy"), pv, r["accuracy"], *_digits_tol(r)))
     for cap in DIGIT_SCHEMES:
         het = ours[(ours.capacity == cap) & (ours.method == "FAIR-HET")]["accuracy"].iloc[0]
         hom = ours[(ours.capacity == cap) & (ours.method == "FAIR-HOM")]["accuracy"].iloc[0]
@@ -394,13 +405,13 @@ def _t6_rows(size: str) -> list[tuple]:
 def _t6_compare(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
     out = []
     for cap in T6_CAPS:
-        c = ours[(ours.capacity == cap) & (ours.subspaces == "consistent")]["accuracy"].iloc[0]
-        i = ours[(ours.capacity == cap) & (ours.subspaces == "inconsistent")]["accuracy"].iloc[0]
+        rc = ours[(ours.capacity == cap) & (ours.subspaces == "consistent")].iloc[0]
+        ri = ours[(ours.capacity == cap) & (ours.subspaces == "inconsistent")].iloc[0]
+        c, i = rc["accuracy"], ri["accuracy"]
         pc = _paper_value(paper, "accuracy", capacity=cap, subspaces="consistent")
         pi = _paper_value(paper, "accuracy", capacity=cap, subspaces="inconsistent")
-        note = f"|ours - paper| <= {DIGITS_TOL} (digits here, MNIST in the paper)"
-        out += [_value_row(f"consistent {cap}", pc, c, DIGITS_TOL, note),
-                _value_row(f"inconsistent {cap}", pi, i, DIGITS_TOL, note),
+        out += [_value_row(f"consistent {cap}", pc, c, *_digits_tol(rc)),
+                _value_row(f"inconsistent {cap}", pi, i, *_digits_tol(ri)),
                 {"quantity": f"consistent - inconsistent {cap}", "paper": pc - pi, "ours": c - i,
                  "ok": bool(c > i), "kind": "claim", "note": "consistent above inconsistent"}]
     return pd.DataFrame(out)
@@ -497,6 +508,9 @@ T2_MISSES = ("The two misses, FedAvg (0.271 against 0.278) and FAIR-HET 1x-16x (
 T3_MISSES = ("FULL-TRN misses at every share, below the paper's (0.009 against 0.037 with 1% at 1x, 0.244 against "
              "0.261 with 50%), and FAIR-HET with 30% at 1x (0.259 against 0.270); the cause is not measured. More "
              "rounds alone would not lift FULL-TRN: seed 0's best value is at round 20 or 30 of 40.")
+DIGITS_SEEDS = (f"Seeds {', '.join(map(str, SEEDS))} (each draws the initial MLP, the hash, the cohorts and the "
+                "batches; the digits and their split over devices stay): every accuracy is their mean, and a printed "
+                "one is judged by their spread.")
 ML_NOTES = ("ML-1M-100 (the 100 most active users of ML-1M, the ReSN lists' own split) stands in for "
             "AmazonProduct-100, whose training file is not available: the paper column is AmazonProduct-100's, for "
             "the shape only.",
@@ -561,35 +575,40 @@ def _register() -> None:
             id="fair-table5-digits", title="FAIR Table 5: FAIR on a general model (MLP), test accuracy per scheme",
             caption=("Test accuracy results of different model capacity settings compared to (uncompressed) full "
                      "FEDAVG MNIST and FEMNIST datasets. N/A implies the scheme cannot be run."),
-            kind="table", paper=P.TABLE5, configs=lambda size: _configs(_t5_rows(size)),
-            compute_fn=lambda size, progress: _run_rows(_t5_rows(size), "accuracy", progress),
+            kind="table", paper=P.TABLE5, configs=lambda size: _configs(_over_seeds(_t5_rows(size), size)),
+            compute_fn=lambda size, progress: _mean_over_seeds(
+                _run_rows(_over_seeds(_t5_rows(size), size), "accuracy", progress), "accuracy"),
             plot_fn=lambda ours, paper: FP.table_bars(ours, paper[paper["dataset"] == "mnist"], "accuracy"),
             compare_fn=_t5_compare, tolerance=None,
-            tolerance_text=(f"every printed accuracy within {DIGITS_TOL} of the paper's (digits here, MNIST there: "
-                            f"our FedAvg is 0.037 below; chance is 0.10); FAIR-HET >= FAIR-HOM - 0.01 in every "
-                            "scheme"),
+            tolerance_text=(f"every printed accuracy, the mean of seeds {', '.join(map(str, SEEDS))}, within "
+                            f"{R.SPREAD_SIGMAS:g} standard deviations of (ours - paper's) from our spread, and at "
+                            f"least {DIGITS_TOL} (digits here, MNIST there; chance is 0.10); FAIR-HET >= FAIR-HOM - "
+                            "0.01 in every scheme"),
             expected="All methods near FedAvg at 2x-4x; at 64x FedHM cannot run and FAIR still trains every device.",
-            columns=("capacity", "method", "accuracy", "round_best"),
+            columns=("capacity", "method", "accuracy", "round_best", "accuracy_std", "seeds"),
             notes=("scikit-learn digits (8x8) instead of MNIST: the MLP is 64-512-10 (38,410 parameters, FAIR hashes "
                    "all of them element-wise); 30 devices, Dirichlet(0.5) non-IID, E = 20, K = 10.",
                    f"{DIGITS['rounds']} rounds (the paper: 200), SGD lr {DIGITS['lr']}, batch {DIGITS['batch_size']}.",
                    "FedHM factorizes the hidden layer and keeps the classifier full (as FedHM does); within n / ratio "
                    "values that works up to 4x here, so 2x-4x-8x is N/A for this small input layer (MNIST's 784 "
-                   "inputs leave room down to 64x)."),
+                   "inputs leave room down to 64x).",
+                   DIGITS_SEEDS),
             paper_ref="Table 5", dataset="digits"),
         R.FigureCard(
             id="fair-table6-digits", title="FAIR Table 6: consistent against inconsistent subspaces (MLP on digits)",
             caption="Server model accuracy on MNIST (E=20, K=10) using consistent and inconsistent sub-spaces.",
-            kind="table", paper=P.TABLE6, configs=lambda size: _configs(_t6_rows(size)),
-            compute_fn=lambda size, progress: _run_rows(_t6_rows(size), "accuracy", progress),
+            kind="table", paper=P.TABLE6, configs=lambda size: _configs(_over_seeds(_t6_rows(size), size)),
+            compute_fn=lambda size, progress: _mean_over_seeds(
+                _run_rows(_over_seeds(_t6_rows(size), size), "accuracy", progress), "accuracy"),
             plot_fn=lambda ours, paper: FP.table_bars(ours, paper, "accuracy", color="subspaces"),
             compare_fn=_t6_compare, tolerance=None,
-            tolerance_text=(f"every printed accuracy within {DIGITS_TOL} of the paper's (as Table 5), inconsistent "
-                            "rows included; consistent above inconsistent in every setting"),
+            tolerance_text=("every printed accuracy as Table 5 (the mean of three seeds, within the larger of 2 "
+                            f"standard deviations of the difference and {DIGITS_TOL}), inconsistent rows included; "
+                            "consistent above inconsistent in every setting"),
             expected=("Inconsistent subspaces (a different hash per device) learn worse, homogeneous or not: the "
                       "paper's 0.75-0.90 against 0.96-0.98."),
-            columns=("subspaces", "capacity", "accuracy", "round_best"),
-            notes=("Digits 64-512-10 instead of MNIST 784-512-10; see the Table 5 card.",),
+            columns=("subspaces", "capacity", "accuracy", "round_best", "accuracy_std", "seeds"),
+            notes=("Digits 64-512-10 instead of MNIST 784-512-10; see the Table 5 card.", DIGITS_SEEDS),
             paper_ref="Table 6", dataset="digits"),
         R.FigureCard(
             id="fair-fig4", title="FAIR Fig. 4: test metric against round, consistent and inconsistent subspaces",
