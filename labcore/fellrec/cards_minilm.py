@@ -52,7 +52,7 @@ register(FigureCard(
     plot_fn=lambda o, p: plots.methods_bars(o, p, _smoke(o), "RecFormer", "ours: ML-100K,<br>MiniLM"),
     compare_fn=_cmp_table1, tolerance=None,
     tolerance_text="claims as stated on the mean of 3 seeds; the gain within two standard errors of our seeds",
-    expected="Untuned MiniLM weak (near popularity); fine-tuning lifts it; FELLRec above FedAvg, FedProx, Ditto.",
+    expected="Untuned MiniLM weak (below popularity); fine-tuning lifts it; FELLRec above FedAvg, FedProx, Ditto.",
     columns=("method", "R@10", "R@20", "N@10", "N@20"),
     notes=(SUBSTITUTION, SIZE_NOTE, "popularity: items ranked by their training count; zero-shot: MiniLM with "
            "fresh adapters (no fine-tuning). The paper's numbers are Games with the RecFormer backend."),

@@ -2,7 +2,6 @@
 checked by a measurement; everything else is shown."""
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from ..figures.registry import FigureCard, register
@@ -89,7 +88,7 @@ register(FigureCard(
     compare_fn=_conv_compare, tolerance=None, tolerance_text="claim: the mixing method's objective never worsens "
     "between logged iterates; times, the SDP value and final gaps shown (the report has no experiments)",
     expected="The mixing methods reach a certified gap of 1e-3 in well under a second of solver time; Burer-"
-             "Monteiro ALM in seconds; the Frank-Wolfe methods decrease the gap only as about 1/t.",
+             "Monteiro ALM and the Frank-Wolfe methods decrease the gap far more slowly (Frank-Wolfe as about 1/t).",
     columns=("method", "label", "iter", "seconds", "primal", "bound", "rel_gap", "rank"),
     notes=("Certificates (~40 log-spaced per run, a Lanczos eigenvalue each) are not counted in `seconds`.",
            "Frank-Wolfe methods handle diag(X) = 1 by an augmented Lagrangian over {X PSD, tr X = n} "
@@ -247,7 +246,7 @@ register(FigureCard(
            "updates) so that F* is one number; F* is bounded below by the run's best Frank-Wolfe bound.",
            "Random graph (n = 200, mean degree 6): the rate is a property of FW, and 2,000 Lanczos steps on Cora "
            "would take tens of minutes.", "Slope fitted over 10 <= t <= T/4 on ~40 log-spaced certified steps.",
-           "Measured slope is steeper than -1 (about -1.4 to -1.7 on this graph): O(1/t) is the worst case."),
+           "The measured slope (the card's row) is steeper than -1: O(1/t) is the worst case."),
     paper_ref=REPORT + ", Sec. 3.1", dataset="random graph"))
 
 
