@@ -379,7 +379,8 @@ def results_dir() -> Path:
 
 
 def save(result: CardResult, command: str, folder: Path | str | None = None, runtime_s: float | None = None) -> Path:
-    """Write results/<id>.csv and results/<id>.json (configs, command, runtime, date) of a full-size result."""
+    """Write results/<id>.csv and results/<id>.json (configs, command, runtime, date) of a full-size result. The
+    card's notes stay on the card, where a reader sees them: a copy here would go stale when they are corrected."""
     if result.size != "full":
         raise ValueError(f"size={result.size!r} is invalid for a stored result: only full-size reproductions are "
                          f"stored (a smoke run says nothing about the paper)")
@@ -395,7 +396,6 @@ def save(result: CardResult, command: str, folder: Path | str | None = None, run
         "runtime_s": round(float(runtime_s if runtime_s is not None else result.runtime_s), 1),  # this command
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-        "notes": list(card.notes),
         "configs": [{"key": c.key(), **c.to_query()} for c in card.configs(result.size)],
     }
     if result.size == "full":

@@ -502,6 +502,12 @@ def test_every_stored_tables_keys_are_the_cache_keys_of_its_cards_configs():
     assert checked >= 10
 
 
+def test_no_stored_result_keeps_a_copy_of_its_cards_notes():
+    """The notes are the card's text; a copy in results/ went stale whenever a note was corrected."""
+    copies = [p.name for p in figures.results_dir().glob("*.json") if "notes" in json.loads(p.read_text())]
+    assert not copies, copies
+
+
 def test_every_stored_row_that_misses_says_why():
     """A student reading a card sees the reason beside each row marked False, not a bare 'no'."""
     bare = []
