@@ -23,8 +23,8 @@ SPLIT_NOTE = ("ML-1M from the LightGCN lists (no timestamps, no ratings.dat): ev
 PROFILE_NOTE = ("User features: gender, age, occupation, zip3 as hashed tokens plus the letter trigrams of 5 profile "
                 "titles per user. Without timestamps the 'earlier clicks' are a seeded random set of the user's training "
                 "clicks; they are features only, never training targets.")
-ROUNDS_NOTE = ("Budget (the whole reproduction runs in ~35 min of a shared 2-core CPU): 400 federated rounds "
-               "(K = 50, T = 10, one request per client per round: 20,000 clicks seen, 2.6% of the training clicks), "
+ROUNDS_NOTE = ("Budget (to fit a laptop; `labcore figure --report sttfedrec-` gives each card's time): 400 "
+               "federated rounds (K = 50, T = 10, one request per client per round: 20,000 clicks seen, 2.6% of the training clicks), "
                "600 centralized steps of 256 requests (154k clicks). Models are not converged; compare differences "
                "and orderings, not absolute values.")
 OPT_NOTE = ("lr 1e-3 with lr * 0.99 every 10 rounds (the paper's 1e-4 and 'decay factor 0.01' are ambiguous and too "
@@ -349,9 +349,8 @@ def _k_card(tower: str) -> FigureCard:
                   "chain time does not (it only talks to its neighbour and the server)."),
         columns=("kind", "K"),
         notes=("The paper's Fig. 5 / 6 are on Adressa, images only; ours is ML-1M.",
-               "The device-time claim rests on times of 10 to 70 ms measured on a shared 2-core machine, and its "
-               "verdict can change between regenerations: Fig. 6's missed on 2026-11-22 (163, 130, 129, 125 ms) and "
-               "holds on 2026-11-30 (58, 64, 58, 69 ms); Fig. 5's misses (14, 13, 12, 21 ms).",
+               "The device-time claim rests on times of 10 to 200 ms measured on a shared 2-core machine: one "
+               "disturbed measurement at one K can flip its verdict between regenerations (the row gives the times).",
                "Convergence: 150 rounds per K, AUC on 500 evaluation users every 25 rounds, full evaluation at the end.",
                "Chain costs per round, 64-bit ring: a device's own work (fixed-point encoding, one uniform share, "
                "a subtraction and an addition) on its full vector [user-tower gradient | union x 128 "
