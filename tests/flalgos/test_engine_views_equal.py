@@ -112,11 +112,17 @@ class _TinyMF:
     def init(self, gen):
         return torch.cat([self.Q.reshape(-1), self.p])
 
+    def batch(self, t, c):
+        """Client c's samples at step t of the plan (none past its last step)."""
+        if t >= self.plan.steps.shape[0]:
+            return torch.zeros(0, dtype=torch.int64)
+        idx = self.plan.steps[t, c]
+        return torch.from_numpy(idx[idx >= 0])
+
     def grads(self, theta, batches, t):
         out = torch.zeros_like(theta)
         for c in range(theta.shape[0]):
-            idx = self.plan.steps[t, c]
-            idx = torch.from_numpy(idx[idx >= 0])
+            idx = self.batch(t, c)
             if len(idx):
                 g_table, g_user = _batch_loss_grads(theta[c, :self.Q.numel()].view_as(self.Q), theta[c, self.Q.numel():],
                                                     self.items[idx], self.labels[idx], self.wd)
@@ -124,12 +130,12 @@ class _TinyMF:
         return out
 
 
-def _round(tiny, M=5):
+def _round(tiny, M=5, epochs=2):
     from labcore.fed import sampling as S
 
     g = torch.Generator().manual_seed(0)
     Q, p = torch.randn(tiny.n_items, 4, generator=g) * 0.3, torch.randn(4, generator=g) * 0.3
-    plan = S.plan_round(tiny, S.NegativeSampler(tiny), np.arange(M), 4, 2, 16, 0, 0)
+    plan = S.plan_round(tiny, S.NegativeSampler(tiny), np.arange(M), 4, epochs, 16, 0, 0)
     ctx = RoundContext(0, torch.arange(M), torch.from_numpy(plan.n_steps.astype(np.int64)), batches=None, gen=None)
     return Q, p, plan, ctx
 
@@ -184,3 +190,38 @@ def test_pfedmes_dense_view_and_the_engines_rows_are_one_math(tiny):
     assert local.p == pytest.approx(w[:, n:], abs=1e-6)
     assert theta.reshape(M, -1) == pytest.approx(dense.v[:, :n], abs=1e-6)
     assert theta_p == pytest.approx(dense.v[:, n:], abs=1e-6)
+
+
+class _PairedMF(_TinyMF):
+    """Per-FedAvg's batches as the engine pairs them: local step t reads batch 2t (D), then 2t + 1 (D'); a client
+    whose last batch is odd reads that batch as both."""
+
+    def batch(self, j, c):
+        if j % 2 and j >= self.plan.n_steps[c]:
+            j -= 1
+        return super().batch(j, c)
+
+
+def test_perfedavgs_dense_view_and_the_engines_rows_are_one_math(tiny):
+    """Per-FedAvg, first order (Fallah et al. 2020): the same local model after a round, and the same personal model
+    (one step of size alpha from the global model on a user's first batch)."""
+    from labcore.fed.meta_train import perfedavg_personal, train_perfedavg
+    from labcore.flalgos.strategies import PerFedAvg
+
+    Q, p, plan, _ = _round(tiny, epochs=1)
+    M, lr, alpha, wd = plan.n_clients, 0.5, 0.3, 1e-3
+    assert (plan.n_steps % 2).any() and not (plan.n_steps % 2).all()  # both kinds of last pair
+    pairs = torch.from_numpy((plan.n_steps + 1) // 2).to(torch.int64)
+    problem = _PairedMF(plan, Q, p, wd)
+    dense = PerFedAvg(FLConfig(algorithm="perfedavg", lr=lr, personal_lr=alpha), problem, M)
+    theta = dense.local_train(RoundContext(0, torch.arange(M), pairs, batches=None, gen=None))
+    local = train_perfedavg(Q, p.expand(M, -1).clone(), plan, lr, wd, alpha)
+    n = Q.numel()
+    assert local.rows.dense().reshape(M, -1) + Q.reshape(-1) == pytest.approx(theta[:, :n], abs=1e-6)
+    assert local.p == pytest.approx(theta[:, n:], abs=1e-6)
+
+    w = problem.init(None).expand(M, -1)
+    personal = w - alpha * problem.grads(w, None, 0)
+    p_new, rows = perfedavg_personal(Q, p.expand(M, -1).clone(), plan, alpha, wd)
+    assert rows.dense().reshape(M, -1) + Q.reshape(-1) == pytest.approx(personal[:, :n], abs=1e-6)
+    assert p_new == pytest.approx(personal[:, n:], abs=1e-6)
