@@ -325,6 +325,23 @@ def _sas_sum_s(n: int, K: int, codec: FixedPoint, rng: np.random.Generator) -> f
     return total
 
 
+def device_chain_ms(n_values: dict[int, int], modes=("shares", "relay"), codec: FixedPoint = FixedPoint(),
+                    repeats: int = 15, seed: int = 0) -> dict[tuple[int, str], float]:
+    """Milliseconds of one device's own chain work (`_device_chain_s`) on its full vector, for each K (n_values[K]
+    values) and mode: the least disturbed of `repeats` runs. The Ks take turns, run by run, so that a spell of load
+    on a shared machine slows them all alike instead of the one K measured during it."""
+    rng = np.random.default_rng([seed, 44])
+    g = {K: rng.normal(0, 1e-3, size=n) for K, n in n_values.items()}
+    _device_chain_s(g[max(n_values, key=n_values.get)], codec, "shares", rng)  # warm-up: the first page faults
+    best: dict[tuple[int, str], float] = {}
+    for _ in range(repeats):
+        for K in n_values:
+            for mode in modes:
+                t = _device_chain_s(g[K], codec, mode, rng)
+                best[K, mode] = min(best.get((K, mode), float("inf")), t)
+    return {k: 1000 * t for k, t in best.items()}
+
+
 def chain_cost_sweep(n_values: int, Ks=(25, 50, 100, 200), codec: FixedPoint = FixedPoint(), modes=("shares", "relay"),
                      measured_values: int = 1 << 16, seed: int = 0, ring_bits: int = 64,
                      repeats: int = 3) -> pd.DataFrame:

@@ -131,7 +131,7 @@ def fig4(size: str = "smoke", progress: bool = False) -> pd.DataFrame:
 
 def fig56(size: str = "smoke", tower: str = "dssm", progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(curves, costs): AUC by round for each K, and the measured chain cost per round for each K."""
-    from .efficiency import chain_cost_sweep
+    from .efficiency import chain_cost_sweep, device_chain_ms
 
     cfgs = fig56_configs(size, tower)
     curves = []
@@ -146,17 +146,21 @@ def fig56(size: str = "smoke", tower: str = "dssm", progress: bool = False) -> t
 
     model = TwoTower(tower, cfgs[0].n_features)
     n_user = sum(p.numel() for p in model.user.parameters())
-    costs = []
+    costs, n_values = [], {}
     for c in cfgs:
         union = _union_size(c)
         n = n_user + union * model.item.out_dim + 1  # [user-tower gradient | item-embedding gradients | loss]
+        n_values[c.clients_per_round] = n
         d = chain_cost_sweep(n, Ks=(c.clients_per_round,), measured_values=1 << 16 if size == "full" else 1 << 12,
-                             repeats=5 if size == "full" else 1)
+                             repeats=1)
         d.insert(0, "tower", tower)
         d["union_items"] = union
         d["user_tower_values"] = n_user
         costs.append(d)
-    return pd.DataFrame(curves), pd.concat(costs, ignore_index=True)
+    costs = pd.concat(costs, ignore_index=True)
+    device = device_chain_ms(n_values, modes=tuple(dict.fromkeys(costs["mode"])), repeats=15 if size == "full" else 1)
+    costs["device_ms"] = [device[K, mode] for K, mode in zip(costs["K"], costs["mode"])]
+    return pd.DataFrame(curves), costs
 
 
 def fig56_frame(size: str = "smoke", tower: str = "dssm", progress: bool = False) -> pd.DataFrame:

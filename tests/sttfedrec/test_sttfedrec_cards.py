@@ -32,6 +32,12 @@ def test_table3_measures_both_frameworks(bundle):
     assert {"share_user_grad", "mixed_user_grad", "item_embeddings"} <= set(parts[parts.model == "STTFedRec-DSSM"].part)
 
 
+def test_device_chain_times_every_k_and_mode_from_its_own_vector_length():
+    ms = efficiency.device_chain_ms({4: 1_000, 16: 3_000}, modes=("shares", "relay"), repeats=2)
+    assert set(ms) == {(4, "shares"), (4, "relay"), (16, "shares"), (16, "relay")}
+    assert all(v == v and v >= 0 for v in ms.values())
+
+
 def test_chain_cost_sweep_is_exact_and_flat_for_devices():
     df = efficiency.chain_cost_sweep(10_000, Ks=(4, 16), measured_values=2_000, repeats=1)
     assert (df["checked_values"] == 2_000).all()
