@@ -663,15 +663,15 @@ def _table4_card() -> FigureCard:
         notes=(SPLIT_ML1M, SCHEDULE_NOTE, LR_NOTE, FINAL_NOTE,
                "Each client draws r_u uniformly in 1..r_g and a random subset of B's columns every round, uploads "
                "its r_u columns of A and their indices; the broadcast is rank r_g.",
-               "A miss, cause unknown. Ruled out from the committed runs: the random hold-out (it raises every "
-               "method alike, yet our CoLR@4 keeps 95.05% of FedMF-64's HR (Fig. 3, 3 seeds) against the paper's 93.65%, "
+               "A miss, cause unknown. Ruled out from the committed runs: the random hold-out (it raises every method"
+               " alike, yet our CoLR@4 keeps 95.05% of FedMF-64's HR (Fig. 3, 3 seeds) against the paper's 93.65%, "
                "while the SCoLR gap grows from 11 HR points at r_g=32 to 27 at r_g=4); the learning rate and rounds "
-               "(the same as the CoLR runs of Fig. 3); our subsampling itself (our SCoLR stays near our CoLR, seed 0: "
-               "r_g=4 73.29 vs CoLR@4 73.69, r_g=32 75.58 vs CoLR@32 76.74; on the mean of 3 seeds it loses 2.9 "
-               "points from r_g=32 to 4, the paper 18.6); a shorter training alone (retrained, our r_g=32 and r_g=4 differ by 2.9 HR points at "
-               "round 100, 3.2 at 400, 2.3 at 1000: at no round by the paper's 18.6); Algorithm 2's FedAvg weights "
-               "N_u / N in place of the reference code's per-item mean (retrained with aggregation='weighted', seed "
-               "0: r_g=32 71.71, r_g=4 68.43, 3.3 points apart).", SMOKE_NOTE),
+               "(the same as the CoLR runs of Fig. 3); our subsampling itself (our SCoLR stays near our CoLR, seed 0:"
+               " r_g=4 73.29 vs CoLR@4 73.69, r_g=32 75.58 vs CoLR@32 76.74; on the mean of 3 seeds it loses 2.9 "
+               "points from r_g=32 to 4, the paper 18.6); a shorter training alone (retrained, our r_g=32 and r_g=4 "
+               "differ by 2.9 HR points at round 100, 3.2 at 400, 2.3 at 1000: at no round by the paper's 18.6); "
+               "Algorithm 2's FedAvg weights N_u / N in place of the reference code's per-item mean (retrained with "
+               "aggregation='weighted', seed 0: r_g=32 71.71, r_g=4 68.43, 3.3 points apart).", SMOKE_NOTE),
         paper_ref="Table 4 (section 5.3)", dataset="ml-1m",
     )
 

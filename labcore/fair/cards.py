@@ -124,7 +124,7 @@ def _seed_tol(row: pd.Series, metric: str) -> tuple[float, str]:
 def _digits_tol(row: pd.Series) -> tuple[float, str]:
     """A digits accuracy's tolerance against the paper's MNIST: our seed spread's (`_seed_tol`), at least the
     stated DIGITS_TOL that the other dataset needs."""
-    tol, spread = _seed_tol(row, "accuracy")
+    tol, _ = _seed_tol(row, "accuracy")
     n = int(row.get("seeds", 1))
     if n < 2:
         return DIGITS_TOL, f"one seed: |ours - paper| <= {DIGITS_TOL} (digits here, MNIST in the paper)"

@@ -23,10 +23,10 @@ SPLIT_NOTE = ("ML-1M from the LightGCN lists (no timestamps, no ratings.dat): ev
 PROFILE_NOTE = ("User features: gender, age, occupation, zip3 as hashed tokens plus the letter trigrams of 5 profile "
                 "titles per user. Without timestamps the 'earlier clicks' are a seeded random set of the user's training "
                 "clicks; they are features only, never training targets.")
-ROUNDS_NOTE = ("Budget (to fit a laptop; `labcore figure --report sttfedrec-` gives each card's time): 400 "
-               "federated rounds (K = 50, T = 10, one request per client per round: 20,000 clicks seen, 2.6% of the training clicks), "
-               "600 centralized steps of 256 requests (154k clicks). Models are not converged; compare differences "
-               "and orderings, not absolute values.")
+ROUNDS_NOTE = ("Budget (to fit a laptop; `labcore figure --report sttfedrec-` gives each card's time): 400 federated "
+               "rounds (K = 50, T = 10, one request per client per round: 20,000 clicks seen, 2.6% of the training "
+               "clicks), 600 centralized steps of 256 requests (154k clicks). Models are not converged; compare "
+               "differences and orderings, not absolute values.")
 OPT_NOTE = ("lr 1e-3 with lr * 0.99 every 10 rounds (the paper's 1e-4 and 'decay factor 0.01' are ambiguous and too "
             "slow for our round budget); FedAdam b1 0.9, b2 0.99 as in Eq. 13-15; softmax smoothing gamma = 10 on the "
             "cosine (DSSM's gamma; Eq. 8 as printed has none); dropout 0.2; N(0, 0.1) init; 4,096 hash buckets for "
@@ -216,7 +216,8 @@ def _table3_card() -> FigureCard:
         tolerance_text=(f"the paper's improvement factors: device time (the mean of seeds 0, 1, 2) within a factor "
                         f"of x18 (DSSM) / x28 (CLSM), the larger of {TIME_FACTOR_TOL:g} and "
                         f"{_registry.SPREAD_SIGMAS:g} standard deviations of the difference of logarithms; "
-                        f"device<->server training bytes x{COMM_X_RANGE[0]:g} to x{COMM_X_RANGE[1]:g} (the paper's x2)"),
+                        f"device<->server training bytes x{COMM_X_RANGE[0]:g} to x{COMM_X_RANGE[1]:g} (the "
+                        "paper's x2)"),
         expected=("Inference dominates FL's device time (hashing the raw catalogue and running the item tower on "
                   "every item); STTFedRec only scores received embeddings. Training bytes roughly halve on the "
                   "server links (one tower instead of two)."),
@@ -353,16 +354,17 @@ def _k_card(tower: str) -> FigureCard:
                   "chain time does not (it only talks to its neighbour and the server)."),
         columns=("kind", "K"),
         notes=("The paper's Fig. 5 / 6 are on Adressa, images only; ours is ML-1M.",
-               "The device-time claim rests on times of 10 to 70 ms measured on a shared 2-core machine. On a quiet "
+               "The device-time claim rests on times of milliseconds measured on a shared 2-core machine. On a quiet "
                "machine Fig. 5's vectors (1.13 to 1.30 M values) took 8.1 to 10.1 ms, growing with the vector, in "
                "either order of K; at one length they took 9.7 to 10.1 ms for every K. Measured one K after the "
                "other under load, one disturbed K could flip the verdict; the Ks now take turns.",
                "Convergence: 150 rounds per K, AUC on 500 evaluation users every 25 rounds, full evaluation at the end.",
-               "Chain costs per round, 64-bit ring: a device's own work (fixed-point encoding, one uniform share, "
-               "a subtraction and an addition) on its full vector [user-tower gradient | union x 128 "
-               "item-embedding gradients | loss], the least disturbed of 15 runs, the four Ks taking turns run by "
-               "run; the aggregation server adding the K full-length uploads. The real chain runs on a 65,536-value slice of K random gradients to check "
-               "that its sum is exact. 'relay' rows: the running-sum variant (K + 1 sequential hops).",
+               "Chain costs per round, 64-bit ring: a device's own work (fixed-point encoding, one uniform share, a "
+               "subtraction and an addition) on its full vector [user-tower gradient | union x 128 item-embedding "
+               "gradients | loss], the least disturbed of 15 runs, the four Ks taking turns run by run; the "
+               "aggregation server adding the K full-length uploads. The real chain runs on a 65,536-value slice of K"
+               " random gradients to check that its sum is exact. 'relay' rows: the running-sum variant (K + 1 "
+               "sequential hops).",
                f"Where the device time is not flat (more than {FLAT_MAX_RATIO - 1:.0%} apart across K), part of it "
                "is the device's vector, which grows with K (the row says by how much): the round's union of "
                "requested items grows.",
