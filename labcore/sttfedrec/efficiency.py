@@ -350,7 +350,7 @@ def chain_cost_sweep(n_values: int, Ks=(25, 50, 100, 200), codec: FixedPoint = F
     * exact / sequential_hops / rerouting: the real chain (`chain_aggregate`, uniform ring shares)
       on a `measured_values`-column slice of K random gradients (the sum must equal the ring sum).
     * device_ms: one device's own operations on its full-length vector (`_device_chain_s`), the
-      least disturbed of `repeats` runs.
+      least disturbed of `repeats` runs (none: NaN, for a caller that times the devices itself).
     * sas_ms: the aggregation server adding K full-length uploads (shares mode; in relay mode it
       receives the finished sum).
     * bytes: serialized parts of the full length (`ring_part`).
@@ -360,7 +360,8 @@ def chain_cost_sweep(n_values: int, Ks=(25, 50, 100, 200), codec: FixedPoint = F
     rng = np.random.default_rng([seed, 43])
     part_bytes = len(serialize_part(ring_part("mixed", np.zeros(n_values, np.uint64), ring_bits)))
     g_full = rng.normal(0, 1e-3, size=n_values)
-    _device_chain_s(g_full, codec, "shares", rng)  # warm-up: the first large allocations cost page faults
+    if repeats:
+        _device_chain_s(g_full, codec, "shares", rng)  # warm-up: the first large allocations cost page faults
     for K in Ks:
         G = rng.normal(0, 1e-3, size=(K, m))
         for mode in modes:
@@ -369,7 +370,7 @@ def chain_cost_sweep(n_values: int, Ks=(25, 50, 100, 200), codec: FixedPoint = F
             for row in G:
                 ring = codec.add(ring, codec.encode(row, K))
             exact = bool(np.array_equal(codec.decode(ring), total))
-            dev = min(_device_chain_s(g_full, codec, mode, rng) for _ in range(repeats))
+            dev = min((_device_chain_s(g_full, codec, mode, rng) for _ in range(repeats)), default=float("nan"))
             sas = _sas_sum_s(n_values, K, codec, rng) if mode == "shares" else 0.0
             rows.append({"K": K, "mode": mode, "n_values": n_values, "device_ms": 1000 * dev, "sas_ms": 1000 * sas,
                          "device_bytes_sent": (2 if mode == "shares" else 1) * part_bytes,

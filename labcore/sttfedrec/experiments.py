@@ -152,7 +152,7 @@ def fig56(size: str = "smoke", tower: str = "dssm", progress: bool = False) -> t
         n = n_user + union * model.item.out_dim + 1  # [user-tower gradient | item-embedding gradients | loss]
         n_values[c.clients_per_round] = n
         d = chain_cost_sweep(n, Ks=(c.clients_per_round,), measured_values=1 << 16 if size == "full" else 1 << 12,
-                             repeats=1)  # its device_ms is replaced below, by all Ks measured taking turns
+                             repeats=0)  # device_ms comes below, from all Ks measured taking turns
         d.insert(0, "tower", tower)
         d["union_items"] = union
         d["user_tower_values"] = n_user

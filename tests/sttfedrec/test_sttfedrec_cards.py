@@ -50,6 +50,8 @@ def test_chain_cost_sweep_is_exact_and_flat_for_devices():
     assert sh.loc[16, "device_bytes_sent"] == sh.loc[4, "device_bytes_sent"]  # a device's traffic does not grow with K
     rl = df[df["mode"] == "relay"].set_index("K")
     assert list(rl["sequential_hops"]) == [5, 17]
+    untimed = efficiency.chain_cost_sweep(10_000, Ks=(4,), measured_values=2_000, repeats=0)
+    assert untimed["device_ms"].isna().all() and untimed["exact"].all()  # the caller times the devices
 
 
 def test_exercise_check(bundle):
